@@ -1,0 +1,321 @@
+-- ordering 1.0: per-resource message ordering for producers and consumers.
+--
+-- Written search-path-proof: every name is schema-qualified, every operator
+-- spelled OPERATOR(pg_catalog.x), every function body pins its search_path.
+
+\echo Use "CREATE EXTENSION ordering" to load this file. \quit
+
+-------------------------------------------------------------------------------
+-- Producer side: counters, the sequencing trigger, the ready outbox
+-------------------------------------------------------------------------------
+
+-- Key columns use the "C" collation: byte-wise equality is what identifies a
+-- resource, and the C code scans these indexes with that collation.
+CREATE TABLE ordering.sequences (
+    stream      text COLLATE "C" NOT NULL,
+    resource_id text COLLATE "C" NOT NULL,
+    last_seq    bigint NOT NULL CHECK (last_seq OPERATOR(pg_catalog.>=) 0),
+    PRIMARY KEY (stream, resource_id)
+) WITH (fillfactor = 50);
+-- fillfactor leaves room on each page so counter updates stay HOT.
+COMMENT ON TABLE ordering.sequences IS
+    'Producer counters: the last sequence number allocated per (stream, resource). Never reset by deleting outbox rows.';
+SELECT pg_catalog.pg_extension_config_dump('ordering.sequences', '');
+
+CREATE FUNCTION ordering.sequence_trigger() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'ordering_sequence_trigger';
+COMMENT ON FUNCTION ordering.sequence_trigger() IS
+    'BEFORE INSERT FOR EACH ROW trigger that assigns per-resource gapless sequence numbers; arguments (resource_column, sequence_column, stream); install it with ordering.attach';
+
+CREATE FUNCTION ordering.next_sequence(stream text, resource_id text) RETURNS bigint
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_next_sequence';
+COMMENT ON FUNCTION ordering.next_sequence(text, text) IS
+    'Allocates the next sequence number of (stream, resource) in the caller''s transaction';
+
+CREATE FUNCTION ordering.last_sequence(stream text, resource_id text) RETURNS bigint
+    LANGUAGE sql STABLE STRICT
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+    SELECT COALESCE((SELECT s.last_seq FROM ordering.sequences s
+                      WHERE s.stream OPERATOR(pg_catalog.=) $1
+                        AND s.resource_id OPERATOR(pg_catalog.=) $2), 0)
+    $$;
+COMMENT ON FUNCTION ordering.last_sequence(text, text) IS
+    'Highest sequence number of (stream, resource) allocated and visible to the caller; 0 if none';
+
+-- Restore support: pg_restore may load counters after the outbox rows that
+-- raised them (see producer.c); merge instead of failing on the key.  Our C
+-- code writes below the executor, so this fires only for INSERT and COPY.
+CREATE FUNCTION ordering.sequences_merge() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    UPDATE ordering.sequences s
+       SET last_seq = GREATEST(s.last_seq, NEW.last_seq)
+     WHERE s.stream OPERATOR(pg_catalog.=) NEW.stream
+       AND s.resource_id OPERATOR(pg_catalog.=) NEW.resource_id;
+    IF FOUND THEN
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION ordering.sequences_merge() IS
+    'Trigger on ordering.sequences: an inserted counter that already exists raises the existing one instead of failing (restores)';
+CREATE TRIGGER sequences_merge BEFORE INSERT ON ordering.sequences
+    FOR EACH ROW EXECUTE FUNCTION ordering.sequences_merge();
+
+CREATE FUNCTION ordering.attach(tbl regclass,
+                                resource_column name DEFAULT 'resource_id',
+                                sequence_column name DEFAULT 'seq',
+                                stream text DEFAULT NULL)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    rel record;
+    seq_type regtype;
+BEGIN
+    IF tbl IS NULL OR resource_column IS NULL OR sequence_column IS NULL THEN
+        RAISE EXCEPTION 'table, resource column and sequence column must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT c.relname, n.nspname, c.relkind INTO rel
+      FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+     WHERE c.oid OPERATOR(pg_catalog.=) tbl;
+    IF rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', tbl
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                    WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+                      AND a.attname OPERATOR(pg_catalog.=) resource_column
+                      AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', resource_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    SELECT a.atttypid INTO seq_type
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname OPERATOR(pg_catalog.=) sequence_column
+       AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', sequence_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF seq_type OPERATOR(pg_catalog.<>) 'pg_catalog.int8'::pg_catalog.regtype THEN
+        RAISE EXCEPTION 'sequence column "%" of relation "%" must be of type bigint, not %',
+            sequence_column, tbl, seq_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    IF stream OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'stream name must not be empty'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                  AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
+        RAISE EXCEPTION 'relation "%" is already attached', tbl
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Call ordering.detach() first to change how it is sequenced.';
+    END IF;
+    -- Freeze the stream name now, so renaming the table never restarts it.
+    stream := COALESCE(stream, rel.nspname OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) rel.relname);
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER ordering_sequence BEFORE INSERT ON %s FOR EACH ROW '
+        'EXECUTE FUNCTION ordering.sequence_trigger(%L, %L, %L)',
+        tbl, resource_column, sequence_column, stream);
+END
+$$;
+COMMENT ON FUNCTION ordering.attach(regclass, name, name, text) IS
+    'Installs the sequencing trigger on a table: each inserted row gets the next sequence number of its resource';
+
+CREATE FUNCTION ordering.detach(tbl regclass) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                    WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                      AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
+        RAISE EXCEPTION 'relation "%" is not attached', tbl
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    EXECUTE pg_catalog.format('DROP TRIGGER ordering_sequence ON %s', tbl);
+END
+$$;
+COMMENT ON FUNCTION ordering.detach(regclass) IS
+    'Removes the sequencing trigger from a table; its counters are kept';
+
+CREATE TABLE ordering.outbox (
+    id           bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    resource_id  text NOT NULL,
+    seq          bigint NOT NULL,
+    event_type   text NOT NULL,
+    payload      jsonb NOT NULL,
+    headers      jsonb,
+    created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    published_at timestamptz,
+    UNIQUE (resource_id, seq)
+);
+-- Relays look for unpublished rows only.
+CREATE INDEX outbox_unpublished_idx ON ordering.outbox (id)
+    WHERE published_at IS NULL;
+COMMENT ON TABLE ordering.outbox IS
+    'A ready transactional outbox, sequenced per resource (stream "ordering.outbox"); published_at is NULL until a relay has sent the row';
+SELECT pg_catalog.pg_extension_config_dump('ordering.outbox', '');
+SELECT pg_catalog.pg_extension_config_dump('ordering.outbox_id_seq', '');
+SELECT ordering.attach('ordering.outbox');
+
+CREATE FUNCTION ordering.emit(resource_id text, event_type text, payload jsonb,
+                              expected_seq bigint DEFAULT NULL)
+    RETURNS bigint
+    LANGUAGE sql VOLATILE
+    AS $$
+    INSERT INTO ordering.outbox (resource_id, seq, event_type, payload)
+    VALUES ($1, $4, $2, $3)
+    RETURNING seq
+    $$;
+COMMENT ON FUNCTION ordering.emit(text, text, jsonb, bigint) IS
+    'Writes an event to ordering.outbox in the caller''s transaction and returns its sequence number; expected_seq, if given, must be that number (else SQLSTATE 40001)';
+
+CREATE FUNCTION ordering.claim_unpublished(batch_size integer DEFAULT 100)
+    RETURNS SETOF ordering.outbox
+    LANGUAGE sql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+    SELECT o.* FROM ordering.outbox o
+     WHERE o.published_at IS NULL
+     ORDER BY o.id
+     LIMIT $1
+       FOR UPDATE SKIP LOCKED
+    $$;
+COMMENT ON FUNCTION ordering.claim_unpublished(integer) IS
+    'For relays: up to batch_size unpublished outbox rows, locked until the end of the caller''s transaction and skipped by other relays';
+
+CREATE FUNCTION ordering.mark_published(ids bigint[]) RETURNS bigint
+    LANGUAGE sql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+    WITH marked AS (
+        UPDATE ordering.outbox o SET published_at = pg_catalog.now()
+         WHERE o.id OPERATOR(pg_catalog.=) ANY ($1)
+           AND o.published_at IS NULL
+        RETURNING 1)
+    SELECT pg_catalog.count(*) FROM marked
+    $$;
+COMMENT ON FUNCTION ordering.mark_published(bigint[]) IS
+    'Marks outbox rows as published; returns how many were unpublished before';
+
+CREATE FUNCTION ordering.republish(resource_id text, from_seq bigint,
+                                   to_seq bigint DEFAULT NULL)
+    RETURNS bigint
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    last_seq bigint;
+    wanted bigint;
+    found bigint;
+BEGIN
+    IF resource_id IS NULL OR from_seq IS NULL THEN
+        RAISE EXCEPTION 'resource_id and from_seq must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF from_seq OPERATOR(pg_catalog.<) 1 OR to_seq OPERATOR(pg_catalog.<) from_seq THEN
+        RAISE EXCEPTION 'invalid range [%, %]', from_seq, to_seq
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    last_seq := ordering.last_sequence('ordering.outbox', resource_id);
+    to_seq := LEAST(COALESCE(to_seq, last_seq), last_seq);
+    UPDATE ordering.outbox o SET published_at = NULL
+     WHERE o.resource_id OPERATOR(pg_catalog.=) republish.resource_id
+       AND o.seq OPERATOR(pg_catalog.>=) from_seq
+       AND o.seq OPERATOR(pg_catalog.<=) to_seq;
+    GET DIAGNOSTICS found = ROW_COUNT;
+    wanted := GREATEST(to_seq OPERATOR(pg_catalog.-) from_seq OPERATOR(pg_catalog.+) 1, 0);
+    IF found OPERATOR(pg_catalog.<) wanted THEN
+        RAISE WARNING '% of the % requested events of resource "%" are no longer in the outbox',
+            wanted OPERATOR(pg_catalog.-) found, wanted, resource_id
+            USING DETAIL = 'They were purged by ordering.purge_published() or deleted.',
+                  HINT = 'The consumer can give up on them with ordering.skip_gap().';
+    END IF;
+    RETURN found;
+END
+$$;
+COMMENT ON FUNCTION ordering.republish(text, bigint, bigint) IS
+    'Marks a resource''s outbox rows in [from_seq, to_seq] unpublished so relays send them again; warns about rows already purged';
+
+CREATE FUNCTION ordering.purge_published(older_than interval) RETURNS bigint
+    LANGUAGE sql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+    WITH purged AS (
+        DELETE FROM ordering.outbox o
+         WHERE o.published_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)
+        RETURNING 1)
+    SELECT pg_catalog.count(*) FROM purged
+    $$;
+COMMENT ON FUNCTION ordering.purge_published(interval) IS
+    'Retention: deletes outbox rows published longer ago than older_than; sequence counters are kept';
+
+-------------------------------------------------------------------------------
+-- Consumer side: positions and parked events
+-------------------------------------------------------------------------------
+
+CREATE TABLE ordering.positions (
+    consumer    text COLLATE "C" NOT NULL,
+    resource_id text COLLATE "C" NOT NULL,
+    position    bigint NOT NULL CHECK (position OPERATOR(pg_catalog.>=) 0),
+    PRIMARY KEY (consumer, resource_id)
+) WITH (fillfactor = 50);
+COMMENT ON TABLE ordering.positions IS
+    'Consumer positions: the highest sequence number each consumer has applied per resource';
+SELECT pg_catalog.pg_extension_config_dump('ordering.positions', '');
+
+CREATE TABLE ordering.parked (
+    consumer    text COLLATE "C" NOT NULL,
+    resource_id text COLLATE "C" NOT NULL,
+    seq         bigint NOT NULL CHECK (seq OPERATOR(pg_catalog.>) 0),
+    payload     jsonb,
+    parked_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (consumer, resource_id, seq)
+);
+-- The gap sweeper looks for the oldest parked events first.
+CREATE INDEX parked_parked_at_idx ON ordering.parked (parked_at);
+COMMENT ON TABLE ordering.parked IS
+    'Step events that arrived ahead of a missing predecessor, waiting durably until the gap fills';
+SELECT pg_catalog.pg_extension_config_dump('ordering.parked', '');
+
+-- @CONSUMER_SQL@
+
+-------------------------------------------------------------------------------
+-- Gaps
+-------------------------------------------------------------------------------
+
+CREATE TABLE ordering.gap_requests (
+    consumer          text COLLATE "C" NOT NULL,
+    resource_id       text COLLATE "C" NOT NULL,
+    missing_from      bigint NOT NULL,
+    missing_to        bigint NOT NULL,
+    parked_count      bigint NOT NULL,
+    first_parked_at   timestamptz NOT NULL,
+    detected_at       timestamptz NOT NULL,
+    last_requested_at timestamptz NOT NULL,
+    attempts          integer NOT NULL,
+    PRIMARY KEY (consumer, resource_id)
+);
+COMMENT ON TABLE ordering.gap_requests IS
+    'One row per open gap older than ordering.gap_deadline: the missing range to ask the producer to republish';
+SELECT pg_catalog.pg_extension_config_dump('ordering.gap_requests', '');
+
+-- @GAPS_SQL@
+
+-------------------------------------------------------------------------------
+-- Statistics
+-------------------------------------------------------------------------------
+
+-- @STATS_SQL@

@@ -1,0 +1,88 @@
+/*-------------------------------------------------------------------------
+ *
+ * ordering.c
+ *	  Module entry point: settings and the hooks installed at load time.
+ *
+ * The SQL API works whether or not the library is preloaded.  Preloading
+ * (shared_preload_libraries = 'ordering') additionally reserves shared
+ * memory for statistics and registers the gap-sweeper background worker.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+#include "ordering.h"
+#include "stats.h"
+
+PG_MODULE_MAGIC;
+
+int			ordering_gap_deadline = 300;
+int			ordering_sweep_interval = 60;
+char	   *ordering_sweep_databases = NULL;
+int			ordering_max_parked_per_resource = 10000;
+bool		ordering_preloaded = false;
+
+void		_PG_init(void);
+
+/*
+ * Define the ordering.* settings.
+ */
+static void
+define_settings(void)
+{
+	DefineCustomIntVariable("ordering.gap_deadline",
+							gettext_noop("How long the oldest parked event of a resource may wait before its gap is escalated."),
+							NULL,
+							&ordering_gap_deadline,
+							300, 1, INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ordering.sweep_interval",
+							gettext_noop("Time between two gap sweeps of the background worker."),
+							NULL,
+							&ordering_sweep_interval,
+							60, 1, INT_MAX / 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("ordering.sweep_databases",
+							   gettext_noop("Comma-separated list of databases the background worker sweeps for gaps."),
+							   NULL,
+							   &ordering_sweep_databases,
+							   "",
+							   PGC_SIGHUP,
+							   GUC_LIST_INPUT,
+							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ordering.max_parked_per_resource",
+							gettext_noop("Most events that may be parked for one (consumer, resource)."),
+							gettext_noop("One more is refused with SQLSTATE 54000 and nothing is stored."),
+							&ordering_max_parked_per_resource,
+							10000, 1, INT_MAX,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("ordering");
+}
+
+/*
+ * Module load callback.
+ */
+void
+_PG_init(void)
+{
+	ordering_preloaded = process_shared_preload_libraries_in_progress;
+
+	define_settings();
+	ordering_stats_init();
+}

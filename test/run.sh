@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+#
+# Runs every test of the extension: pg_regress, isolation specs and TAP.
+#
+#   bash test/run.sh            everything
+#   bash test/run.sh regress    only pg_regress (also: isolation, tap)
+#
+# Works from any folder on a fresh Debian 12 machine as root: installs what is
+# missing, copies the source tree and a private copy of the PostgreSQL
+# installation into a temporary directory owned by the postgres user, builds
+# and installs the extension into that copy (never into the system's), and
+# runs each suite on its own throwaway server with the library preloaded.
+# Several runs may go on side by side.  Exits non-zero on any failure and
+# prints regression.diffs.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=test/lib.sh
+. "$here/test/lib.sh"
+
+suites=${*:-regress isolation tap}
+
+ensure_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl \
+	make gcc libc6-dev
+sandbox_create "$here"
+trap sandbox_destroy EXIT
+sandbox_build
+
+failed=0
+for suite in $suites; do
+	case "$suite" in
+		regress) sandbox_make installcheck-regress || failed=1 ;;
+		isolation) sandbox_make installcheck-isolation || failed=1 ;;
+		tap) sandbox_make installcheck-tap || failed=1 ;;
+		*) echo "unknown suite: $suite" >&2; exit 2 ;;
+	esac
+done
+
+if [ "$failed" -ne 0 ]; then
+	sandbox_show_diffs
+	echo "FAILED: some tests failed (sandbox kept in $SANDBOX)" >&2
+	trap - EXIT
+	exit 1
+fi
+echo "all suites passed: $suites"
