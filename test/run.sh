@@ -3,7 +3,7 @@
 # Runs every test of the extension: pg_regress, isolation specs and TAP.
 #
 #   bash test/run.sh            everything
-#   bash test/run.sh regress    only pg_regress (also: isolation, tap)
+#   bash test/run.sh regress    only pg_regress (also: isolation, tap, demo)
 #
 # Works from any folder on a fresh Debian 12 machine as root: installs what is
 # missing, copies the source tree and a private copy of the PostgreSQL
@@ -18,7 +18,40 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=test/lib.sh
 . "$here/test/lib.sh"
 
-suites=${*:-regress isolation tap}
+suites=${*:-regress isolation tap demo}
+
+# The demo suite: the end-to-end demo in a small configuration, over the
+# in-process transport and over a private RabbitMQ (demo/run.sh starts and
+# stops both the server and the broker); fails if a verification fails.
+run_demo_suite() {
+	local out rc=0
+	out=$(mktemp -d /tmp/ordering-demo-out.XXXXXX)
+	local small=(--subscriptions 300 --events 4000 --rate 1000 --quiet --out "$out")
+	echo "demo: in-process transport"
+	bash "$here/demo/run.sh" "${small[@]}" >"$out/inprocess.log" 2>&1 || rc=1
+	grep -E "PASS|FAIL|RESULT|ended wrong" "$out/inprocess.log" || true
+	echo "demo: RabbitMQ"
+	bash "$here/demo/run.sh" --broker "${small[@]}" >"$out/broker.log" 2>&1 || rc=1
+	grep -E "PASS|FAIL|RESULT|ended wrong" "$out/broker.log" || true
+	# the checks are not vacuous: consumers without the extension fail them
+	echo "demo: without the extension (the verification must fail)"
+	if bash "$here/demo/run.sh" "${small[@]}" --without-extension --loss 0.05 \
+		--duplicate 0.1 --rate 0 >"$out/without.log" 2>&1; then
+		echo "the demo passed its checks without the extension" >&2
+		rc=1
+	elif ! grep -q "RESULT: FAILED" "$out/without.log" ||
+		! grep -q "FAIL  every seat delta applied exactly once" "$out/without.log"; then
+		echo "the demo without the extension did not fail its checks" >&2
+		rc=1
+	fi
+	grep -E "PASS|FAIL|RESULT" "$out/without.log" || true
+	if [ "$rc" -ne 0 ]; then
+		echo "demo suite FAILED; logs in $out" >&2
+		tail -n 40 "$out"/*.log >&2
+		return 1
+	fi
+	rm -rf "$out"
+}
 
 ensure_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl \
 	make gcc libc6-dev
@@ -32,6 +65,7 @@ for suite in $suites; do
 		regress) sandbox_make installcheck-regress || failed=1 ;;
 		isolation) sandbox_make installcheck-isolation || failed=1 ;;
 		tap) sandbox_make installcheck-tap || failed=1 ;;
+		demo) run_demo_suite || failed=1 ;;
 		*) echo "unknown suite: $suite" >&2; exit 2 ;;
 	esac
 done
