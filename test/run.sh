@@ -3,7 +3,7 @@
 # Runs every test of the extension: pg_regress, isolation specs and TAP.
 #
 #   bash test/run.sh            everything
-#   bash test/run.sh regress    only pg_regress (also: isolation, tap)
+#   bash test/run.sh regress    only pg_regress (also: isolation, tap, lint)
 #
 # Works from any folder on a fresh Debian 12 machine as root: installs what is
 # missing, copies the source tree and a private copy of the PostgreSQL
@@ -18,7 +18,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=test/lib.sh
 . "$here/test/lib.sh"
 
-suites=${*:-regress isolation tap}
+suites=${*:-lint regress isolation tap}
 
 ensure_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl \
 	make gcc libc6-dev
@@ -30,10 +30,11 @@ passed=0
 failed=0
 for suite in $suites; do
 	case "$suite" in
-		regress|isolation|tap) ;;
+		lint) run=(bash "$here/test/lint.sh") ;;
+		regress|isolation|tap) run=(sandbox_make "installcheck-$suite") ;;
 		*) echo "unknown suite: $suite" >&2; exit 2 ;;
 	esac
-	if sandbox_make "installcheck-$suite"; then
+	if "${run[@]}"; then
 		passed=$((passed + 1))
 	else
 		failed=$((failed + 1))
