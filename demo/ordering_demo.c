@@ -1129,9 +1129,33 @@ setup(PGconn *pc, PGconn *cc)
 	 * new subscription ids (sub-42.r2) instead of continuing old sequences.
 	 */
 	must_exec(pc, "CREATE TABLE IF NOT EXISTS demo_runs (run int PRIMARY KEY, started timestamptz DEFAULT now())");
-	run = query_long(pc, "INSERT INTO demo_runs (run) SELECT coalesce(max(run), 0) + 1 FROM demo_runs RETURNING run");
-	if (run > 1)
-		snprintf(suffix, sizeof(suffix), ".r%ld", run);
+	run = query_long(pc, "SELECT coalesce(max(run), 0) + 1 FROM demo_runs");
+	for (;; run++)
+	{
+		char		re[64];
+		const char *p[1] = {re};
+		PGresult   *r1,
+				   *r2;
+		bool		used;
+
+		if (run > 1)
+			snprintf(suffix, sizeof(suffix), ".r%ld", run);
+		/* ids of this run must be new to the producer and the consumer */
+		if (run > 1)
+			snprintf(re, sizeof(re), "^(plan|seats):sub-[0-9]+\\.r%ld$", run);
+		else
+			snprintf(re, sizeof(re), "^(plan|seats):sub-[0-9]+$");
+		r1 = must_params(pc, "SELECT EXISTS (SELECT FROM ordering.sequences WHERE resource_id ~ $1)", 1, p);
+		r2 = must_params(cc, "SELECT EXISTS (SELECT FROM ordering.positions WHERE resource_id ~ $1) "
+						 "OR EXISTS (SELECT FROM ordering.parked WHERE resource_id ~ $1)", 1, p);
+		used = strcmp(PQgetvalue(r1, 0, 0), "t") == 0 || strcmp(PQgetvalue(r2, 0, 0), "t") == 0;
+		PQclear(r1);
+		PQclear(r2);
+		if (!used)
+			break;
+	}
+	snprintf(sql, sizeof(sql), "INSERT INTO demo_runs (run) VALUES (%ld)", run);
+	must_exec(pc, sql);
 
 	must_exec(pc, "DROP TABLE IF EXISTS demo_subscriptions");
 	must_exec(pc, "CREATE TABLE demo_subscriptions (id text PRIMARY KEY, plan text NOT NULL, seats bigint NOT NULL)");
@@ -1505,9 +1529,9 @@ report(Stats billing, Stats ledger, double t_produce, double t_total)
 		return;
 	}
 	printf("\nordering.stats over the run\n");
-	printf("  %-8s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "consumer", "consumed",
+	printf("  %-8s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "consumer", "consumed",
 		   "applied", "stale", "duplicate", "parked", "drained", "escalated",
-		   "stale %", "dup %");
+		   "parked_now", "stale %", "dup %");
 	{
 		Stats	   *ss[2] = {&billing, &ledger};
 		const char *names[2] = {"billing", "ledger"};
@@ -1517,10 +1541,10 @@ report(Stats billing, Stats ledger, double t_produce, double t_total)
 			Stats	   *s = ss[i];
 			double		c = s->consumed > 0 ? s->consumed : 1;
 
-			printf("  %-8s %9ld %9ld %9ld %9ld %9ld %9ld %9ld %8.2f%% %8.2f%%\n",
+			printf("  %-8s %9ld %9ld %9ld %9ld %9ld %9ld %9ld %10ld %8.2f%% %8.2f%%\n",
 				   names[i], s->consumed, s->applied, s->stale, s->duplicate,
-				   s->parked, s->drained, s->escalated, 100.0 * s->stale / c,
-				   100.0 * s->duplicate / c);
+				   s->parked, s->drained, s->escalated, s->parked_current,
+				   100.0 * s->stale / c, 100.0 * s->duplicate / c);
 		}
 	}
 	printf("\n  reorder distance of early arrivals (ledger: seq - position)\n");

@@ -11,14 +11,14 @@ if (outfile[strlen(outfile)-2:] eq "png") {
 }
 set output outfile
 stats datafile using 2 nooutput
-ymax = STATS_max > 0 ? STATS_max * 1.15 : 1
+ymax = STATS_max > 0 ? STATS_max * 1.25 : 1
 set yrange [0:ymax]
 set xrange [0:*]
 set title "Parked events (ordering.parked), sampled every 100 ms"
 set xlabel "seconds since the start of the run"
 set ylabel "events parked"
 set grid ytics lc rgb "#dddddd"
-set key top right box opaque
+set key top left box opaque
 set style fill transparent solid 0.18 noborder
 plot datafile using 1:($5 > 0 ? ymax : 0) with fillsteps lc rgb "#d62728" \
          title "gap loop paused: gaps are not closing, parked climbs", \

@@ -240,8 +240,11 @@ status=0
 	tee "$out/report.txt" || status=$?
 
 if [ -s "$out/samples.dat" ]; then
-	gnuplot -e "datafile='$out/samples.dat'; outfile='$out/parked.svg'" \
-		"$here/demo/parked.gp" && echo "chart: $out/parked.svg"
+	for ext in svg png; do
+		gnuplot -e "datafile='$out/samples.dat'; outfile='$out/parked.$ext'" \
+			"$here/demo/parked.gp"
+	done
+	echo "chart: $out/parked.svg (and .png)"
 fi
 if [ "$status" -ne 0 ] && [ "$external_db" = 0 ]; then
 	echo "--- server log (last lines) ---" >&2
