@@ -204,6 +204,27 @@ rnd01(uint64_t *s)
 	return (rnd(s) >> 11) * (1.0 / 9007199254740992.0);
 }
 
+/* realloc or exit: the demo cannot go on without memory. */
+static void *
+xrealloc(void *p, size_t n)
+{
+	void	   *q = realloc(p, n);
+
+	if (!q)
+	{
+		fprintf(stderr, "ordering_demo: out of memory\n");
+		exit(1);
+	}
+	return q;
+}
+
+/* malloc or exit. */
+static void *
+xmalloc(size_t n)
+{
+	return xrealloc(NULL, n);
+}
+
 /* Print an error and flag the run as failed. */
 static void
 fail(const char *fmt,...)
@@ -340,7 +361,7 @@ static Msg *
 msg_new(const char *resource, const char *seq, const char *type,
 		const char *payload)
 {
-	Msg		   *m = malloc(sizeof(Msg));
+	Msg		   *m = xmalloc(sizeof(Msg));
 
 	m->resource = strdup(resource);
 	m->seq = strdup(seq);
@@ -375,7 +396,7 @@ queue_push(Msg *m)
 		if (queue_len == queue_cap)
 		{
 			queue_cap = queue_cap ? queue_cap * 2 : 1024;
-			queue_buf = realloc(queue_buf, queue_cap * sizeof(Msg *));
+			queue_buf = xrealloc(queue_buf, queue_cap * sizeof(Msg *));
 		}
 	}
 	queue_buf[queue_head + queue_len++] = m;
@@ -515,7 +536,7 @@ msg_encode(const Msg *m, size_t *len)
 	size_t		n = strlen(m->type) + strlen(m->resource) + strlen(m->seq) +
 		strlen(m->payload) + 4;
 
-	s = malloc(n);
+	s = xmalloc(n);
 	*len = (size_t) snprintf(s, n, "%s\n%s\n%s\n%s", m->type, m->resource,
 							 m->seq, m->payload);
 	return s;
@@ -671,10 +692,14 @@ relay_main(void *arg)
 	Broker		b;
 	char		batch[16];
 	const char *bp[1] = {batch};
-	char	   *ids = malloc((size_t) opt.batch * 24 + 8);
+	char	   *ids;
 
 	if (opt.broker && !broker_open(&b))
+	{
+		PQfinish(c);
 		return NULL;
+	}
+	ids = xmalloc((size_t) opt.batch * 24 + 8);
 	snprintf(batch, sizeof(batch), "%d", opt.batch);
 	prepare(c, "claim",
 			"SELECT id, resource_id, seq, event_type, payload::text "
