@@ -153,6 +153,7 @@ static volatile int stop_all = 0;
 static volatile int failed = 0;
 static int	next_event = 0;		/* events claimed by producer threads */
 static char suffix[32] = "";	/* subscription id suffix for runs after the first */
+static char resource_re[64];	/* regex matching this run's resource ids */
 static double t_start;
 
 #define ADD(field, n) __atomic_add_fetch(&cnt.field, (n), __ATOMIC_RELAXED)
@@ -1157,7 +1158,7 @@ setup(PGconn *pc, PGconn *cc)
 	run = query_long(pc, "SELECT coalesce(max(run), 0) + 1 FROM demo_runs");
 	for (;; run++)
 	{
-		char		re[64];
+		char	   *re = resource_re;
 		const char *p[1] = {re};
 		PGresult   *r1,
 				   *r2;
@@ -1167,9 +1168,9 @@ setup(PGconn *pc, PGconn *cc)
 			snprintf(suffix, sizeof(suffix), ".r%ld", run);
 		/* ids of this run must be new to the producer and the consumer */
 		if (run > 1)
-			snprintf(re, sizeof(re), "^(plan|seats):sub-[0-9]+\\.r%ld$", run);
+			snprintf(re, sizeof(resource_re), "^(plan|seats):sub-[0-9]+\\.r%ld$", run);
 		else
-			snprintf(re, sizeof(re), "^(plan|seats):sub-[0-9]+$");
+			snprintf(re, sizeof(resource_re), "^(plan|seats):sub-[0-9]+$");
 		r1 = must_params(pc, "SELECT EXISTS (SELECT FROM ordering.sequences WHERE resource_id ~ $1)", 1, p);
 		r2 = must_params(cc, "SELECT EXISTS (SELECT FROM ordering.positions WHERE resource_id ~ $1) "
 						 "OR EXISTS (SELECT FROM ordering.parked WHERE resource_id ~ $1)", 1, p);
@@ -1317,22 +1318,16 @@ reconcile_tails(PGconn *pc, PGconn *cc)
 	long		total = 0;
 	char	   *res,
 			   *last;
-	size_t		rlen = 16,
-				llen = 16;
 	int			n;
-	char		like[64];
-	const char *lp[1] = {like};
+	const char *lp[1] = {resource_re};
 
-	snprintf(like, sizeof(like), "%%:sub-%%%s", suffix);
 	pr = must_params(pc,
 					 "SELECT coalesce(array_agg(resource_id ORDER BY resource_id), '{}')::text, "
 					 "       coalesce(array_agg(last_seq ORDER BY resource_id), '{}')::text "
 					 "FROM ordering.sequences WHERE stream = 'ordering.outbox' "
-					 "AND resource_id LIKE $1", 1, lp);
+					 "AND resource_id ~ $1", 1, lp);
 	res = strdup(PQgetvalue(pr, 0, 0));
 	last = strdup(PQgetvalue(pr, 0, 1));
-	(void) rlen;
-	(void) llen;
 	PQclear(pr);
 	{
 		const char *cp[2] = {res, last};
