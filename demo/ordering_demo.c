@@ -13,7 +13,9 @@
  * SeatsAdded (step events, a delta).  Each kind is then a gapless sequence
  * 1, 2, 3, ... per subscription, read by its own consumer name:
  *   billing  PlanChanged -> ordering.apply_if_newer, then an upsert into
- *            demo_billing (state consumer: stale events are no-ops)
+ *            demo_billing (state consumer: stale events are no-ops); or,
+ *            with --state-consumer newer_only, a plain upsert that the
+ *            ordering.newer_only trigger on demo_billing makes stale-safe
  *   ledger   SeatsAdded  -> ordering.deliver, whose returned rows are
  *            inserted into demo_ledger in the same statement (step
  *            consumer: early events park until the gap fills)
@@ -91,6 +93,7 @@ typedef struct Options
 	const char *samples;
 	bool		quiet;
 	bool		without_extension;
+	bool		newer_only;		/* --state-consumer newer_only */
 } Options;
 
 static Options opt = {
@@ -137,7 +140,7 @@ typedef struct Counters
 	long		requeued;		/* deliveries sent back to the queue */
 	long		refused;		/* deliveries refused with 54000 */
 	long		retried;		/* serialization / deadlock retries */
-	long		applied_plan;	/* apply_if_newer said true */
+	long		applied_plan;	/* plan changes written to demo_billing */
 	long		applied_seats;	/* ledger rows written */
 	long		gap_notifies;	/* ordering_gap notifications received */
 	long		republished;	/* rows ordering.republish put back */
@@ -835,6 +838,23 @@ static const char *SQL_APPLY_SEATS =
 "SELECT count(*) FROM d";
 
 /*
+ * PlanChanged with --state-consumer newer_only: a plain upsert; the
+ * ordering.newer_only trigger on demo_billing skips the update when the
+ * version is not newer (RETURNING then gives no row).
+ */
+static const char *SQL_NEWER_ONLY_PLAN =
+"WITH p AS (SELECT $3::jsonb AS j), "
+"b AS (INSERT INTO demo_billing (subscription_id, plan, version) "
+"      SELECT p.j->>'subscription_id', p.j->>'plan', $2::bigint FROM p "
+"      WHERE $1::text IS NOT NULL "
+"      ON CONFLICT (subscription_id) DO UPDATE "
+"      SET plan = EXCLUDED.plan, version = EXCLUDED.version RETURNING 1), "
+"n AS (INSERT INTO demo_naive (subscription_id, plan, seats) "
+"      SELECT p.j->>'subscription_id', p.j->>'plan', 0 FROM p "
+"      ON CONFLICT (subscription_id) DO UPDATE SET plan = EXCLUDED.plan RETURNING 1) "
+"SELECT count(*) FROM b";
+
+/*
  * --without-extension: the checked tables are written the naive way
  * (arrival order, no position, no parking), to show that the
  * verification catches what the extension prevents.
@@ -993,7 +1013,8 @@ consumer_main(void *arg)
 	uint64_t	rs = (opt.seed + 13) * 0x9E3779B97F4A7C15ULL + id * 1299709 + 5;
 	PGconn	   *c = connect_db(opt.consumer_dsn);
 
-	prepare(c, "apply_plan", opt.without_extension ? SQL_NAIVE_PLAN : SQL_APPLY_PLAN, 3);
+	prepare(c, "apply_plan", opt.without_extension ? SQL_NAIVE_PLAN :
+			opt.newer_only ? SQL_NEWER_ONLY_PLAN : SQL_APPLY_PLAN, 3);
 	prepare(c, "apply_seats", opt.without_extension ? SQL_NAIVE_SEATS : SQL_APPLY_SEATS, 3);
 	if (opt.broker)
 		consume_broker(c, &rs);
@@ -1192,6 +1213,9 @@ setup(PGconn *pc, PGconn *cc)
 
 	must_exec(cc, "DROP TABLE IF EXISTS demo_billing, demo_ledger, demo_naive, demo_truth");
 	must_exec(cc, "CREATE TABLE demo_billing (subscription_id text PRIMARY KEY, plan text NOT NULL, version bigint NOT NULL)");
+	if (opt.newer_only && !opt.without_extension)
+		must_exec(cc, "CREATE TRIGGER newer_only BEFORE UPDATE ON demo_billing FOR EACH ROW "
+				  "EXECUTE FUNCTION ordering.newer_only('version', 'billing')");
 	/* no unique key on (subscription_id, seq): verification must see a double apply */
 	must_exec(cc, "CREATE TABLE demo_ledger (applied_order bigint GENERATED ALWAYS AS IDENTITY, "
 			  "subscription_id text NOT NULL, seq bigint NOT NULL, delta bigint NOT NULL)");
@@ -1307,7 +1331,8 @@ stats_delta(Stats a, Stats b)
 
 /*
  * Republish the tails the consumers have not seen: resources whose consumer
- * position is below the producer's last sequence number.  Returns how many
+ * progress (the ledger's position; the version billing holds) is below the
+ * producer's last sequence number.  Returns how many
  * rows were put back.  Only called when the pipeline is idle.
  */
 static long
@@ -1333,11 +1358,15 @@ reconcile_tails(PGconn *pc, PGconn *cc)
 		const char *cp[2] = {res, last};
 
 		cr = must_params(cc,
-						 "SELECT t.r, coalesce(p.position, 0) + 1, t.l "
-						 "FROM unnest($1::text[], $2::bigint[]) AS t(r, l) "
-						 "LEFT JOIN ordering.positions p ON p.resource_id = t.r "
-						 "  AND p.consumer = CASE WHEN t.r LIKE 'plan:%' THEN 'billing' ELSE 'ledger' END "
-						 "WHERE coalesce(p.position, 0) < t.l", 2, cp);
+						 "SELECT t.r, t.done + 1, t.l FROM ("
+						 "  SELECT t.r, t.l, coalesce(CASE WHEN t.r LIKE 'plan:%' "
+						 "         THEN b.version ELSE p.position END, 0) AS done "
+						 "  FROM unnest($1::text[], $2::bigint[]) AS t(r, l) "
+						 "  LEFT JOIN demo_billing b ON t.r LIKE 'plan:%' "
+						 "    AND b.subscription_id = substr(t.r, 6) "
+						 "  LEFT JOIN ordering.positions p ON t.r LIKE 'seats:%' "
+						 "    AND p.consumer = 'ledger' AND p.resource_id = t.r) t "
+						 "WHERE t.done < t.l", 2, cp);
 	}
 	n = PQntuples(cr);
 	for (int i = 0; i < n; i++)
@@ -1461,7 +1490,8 @@ verify(PGconn *cc)
 	if (opt.without_extension)
 		printf("\nChecked consumers WITHOUT the extension (--without-extension: these checks must fail)\n");
 	else
-		printf("\nWith the extension (billing: apply_if_newer, ledger: deliver)\n");
+		printf("\nWith the extension (billing: %s, ledger: deliver)\n",
+			   opt.newer_only ? "upsert guarded by newer_only" : "apply_if_newer");
 	ok &= check(cc, "every subscription's plan is the producer's last committed plan",
 				"SELECT count(*) FROM demo_truth t LEFT JOIN demo_billing b ON b.subscription_id = t.id "
 				"WHERE coalesce(b.plan, 'free') <> t.plan OR coalesce(b.version, 0) <> t.plan_seq");
@@ -1628,6 +1658,9 @@ usage(FILE *f)
 			"  --samples FILE            write parked-events samples (every 100 ms) for the chart\n"
 			"  --quiet                   no progress line\n"
 			"  --check-options           only check the options (exit 2 if one is bad)\n"
+			"  --state-consumer KIND     how billing applies PlanChanged: apply_if_newer (default)\n"
+			"                            or newer_only (a plain upsert guarded by the\n"
+			"                            ordering.newer_only trigger on demo_billing)\n"
 			"  --without-extension       the checked consumers apply in arrival order without\n"
 			"                            the extension: the verification must then fail\n"
 			"  --help                    this text\n",
@@ -1711,6 +1744,7 @@ parse_options(int argc, char **argv)
 		{"flip", required_argument, NULL, 14},
 		{"rate", required_argument, NULL, 15},
 		{"without-extension", no_argument, NULL, 16},
+		{"state-consumer", required_argument, NULL, 17},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -1824,6 +1858,14 @@ parse_options(int argc, char **argv)
 				break;
 			case 16:
 				opt.without_extension = true;
+				break;
+			case 17:
+				if (strcmp(optarg, "newer_only") == 0)
+					opt.newer_only = true;
+				else if (strcmp(optarg, "apply_if_newer") == 0)
+					opt.newer_only = false;
+				else
+					bad("--state-consumer must be apply_if_newer or newer_only, not \"%s\"", optarg);
 				break;
 			case 'h':
 				usage(stdout);

@@ -21,7 +21,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 suites=${*:-lint regress isolation tap demo}
 
 # The demo suite: the end-to-end demo in a small configuration, over the
-# in-process transport and over a private RabbitMQ (demo/run.sh starts and
+# in-process transport (billing with apply_if_newer) and over a private
+# RabbitMQ (billing with the newer_only trigger; demo/run.sh starts and
 # stops its own server and broker); fails if a verification fails.  A third
 # run uses consumers without the extension and must fail the same checks,
 # so they are shown not to be vacuous.
@@ -32,8 +33,9 @@ run_demo_suite() {
 	echo "demo: in-process transport"
 	bash "$here/demo/run.sh" "${small[@]}" >"$out/inprocess.log" 2>&1 || rc=1
 	grep -E "PASS|FAIL|RESULT|ended wrong" "$out/inprocess.log" || true
-	echo "demo: RabbitMQ"
-	bash "$here/demo/run.sh" --broker "${small[@]}" >"$out/broker.log" 2>&1 || rc=1
+	echo "demo: RabbitMQ, billing through the newer_only trigger"
+	bash "$here/demo/run.sh" --broker "${small[@]}" --state-consumer newer_only \
+		>"$out/broker.log" 2>&1 || rc=1
 	grep -E "PASS|FAIL|RESULT|ended wrong" "$out/broker.log" || true
 	echo "demo: without the extension (the verification must fail)"
 	if bash "$here/demo/run.sh" "${small[@]}" --without-extension --loss 0.05 \
