@@ -135,6 +135,15 @@ free_port() {
 	echo "$p"
 }
 
+# Whether Debian's system-wide RabbitMQ service is running.
+system_broker_running() {
+	if [ -d /run/systemd/system ]; then
+		systemctl is-active --quiet rabbitmq-server
+	else
+		[ -s /run/rabbitmq/pid ] && kill -0 "$(cat /run/rabbitmq/pid)" 2>/dev/null
+	fi
+}
+
 broker_start() {
 	if ! dpkg-query -W -f='${Status}' rabbitmq-server 2>/dev/null |
 		grep -q "install ok installed"; then
@@ -146,8 +155,18 @@ broker_start() {
 			chmod 755 "$policy"
 			added_policy=1
 		fi
-		ensure_packages rabbitmq-server || { [ "$added_policy" = 1 ] && rm -f "$policy"; return 1; }
+		if ! ensure_packages rabbitmq-server; then
+			[ "$added_policy" = 1 ] && rm -f "$policy"
+			return 1
+		fi
 		[ "$added_policy" = 1 ] && rm -f "$policy"
+		# an existing policy may have let the install start the system
+		# broker: it was not running before (not installed), so stop it
+		# (asked without rabbitmqctl, which would start an epmd of its own)
+		if system_broker_running; then
+			echo "stopping the system RabbitMQ that the package install started"
+			service rabbitmq-server stop >/dev/null 2>&1 || true
+		fi
 	fi
 	RMQ_DIR=$(mktemp -d /tmp/ordering-rmq.XXXXXX)
 	echo "[]." >"$RMQ_DIR/enabled_plugins"
@@ -172,7 +191,9 @@ broker_stop() {
 	[ -n "$RMQ_DIR" ] && [ -d "$RMQ_DIR" ] || return 0
 	rmq_env runuser -u rabbitmq -- timeout 60 \
 		/usr/lib/rabbitmq/bin/rabbitmqctl stop "$RMQ_DIR/pid" >/dev/null 2>&1 || {
-		[ -s "$RMQ_DIR/pid" ] && kill "$(cat "$RMQ_DIR/pid")" 2>/dev/null || true
+		if [ -s "$RMQ_DIR/pid" ]; then
+			kill "$(cat "$RMQ_DIR/pid")" 2>/dev/null || true
+		fi
 	}
 	# the broker started its own epmd on a private port: stop that one
 	rmq_env runuser -u rabbitmq -- epmd -kill >/dev/null 2>&1 || true
