@@ -934,6 +934,7 @@ consume_inprocess(PGconn *c, uint64_t *rs)
 			continue;
 		if (apply(c, m) == APPLY_REQUEUE)
 		{
+			/* refused for now (too many parked): to the back of the queue */
 			ADD(requeued, 1);
 			queue_push(m);
 			sleep_ms(5);
@@ -991,8 +992,23 @@ consume_broker(PGconn *c, uint64_t *rs)
 		}
 		else if (apply(c, m) == APPLY_REQUEUE)
 		{
+			/*
+			 * Refused for now (too many parked): send it to the back of the
+			 * queue, then ack.  A nack with requeue would put it back at the
+			 * head, and enough refused messages would fill every consumer's
+			 * prefetch window and starve the very event that closes the gap.
+			 */
+			int			rc;
+
 			ADD(requeued, 1);
-			amqp_basic_nack(b.conn, 1, env.delivery_tag, 0, 1);
+			rc = amqp_basic_publish(b.conn, 1, amqp_empty_bytes,
+									amqp_cstring_bytes(QUEUE_NAME), 0, 0, NULL,
+									env.message.body);
+			if (rc != AMQP_STATUS_OK)
+				fail("consumer: republish to the queue failed: %s",
+					 amqp_error_string2(rc));
+			amqp_basic_ack(b.conn, 1, env.delivery_tag, 0);
+			sleep_ms(5);
 		}
 		else
 		{
