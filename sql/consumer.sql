@@ -228,6 +228,21 @@ SELECT * FROM ordering.deliver('ledger', 'acct-1', 11, NULL);
 SELECT * FROM ordering.deliver('ledger', 'acct-1', 10, '{}');
 SELECT ordering.position('ledger', 'acct-1'), count(*) AS parked FROM ordering.parked;
 
+-- A long run with large (TOASTed) payloads drains whole, in order, intact.
+CREATE FUNCTION big_payload(n bigint) RETURNS jsonb LANGUAGE sql AS $$
+    SELECT jsonb_build_object('n', n, 'pad',
+        (SELECT string_agg(md5(n::text || '/' || i::text), '') FROM generate_series(1, 300) i))
+$$;
+SELECT count(*) AS returned
+  FROM generate_series(300, 2, -1) g, LATERAL ordering.deliver('big', 'r', g, big_payload(g)) d;
+SELECT count(*) AS parked, min(seq), max(seq), min(pg_column_size(payload)) > 2032 AS toasted
+  FROM ordering.parked WHERE consumer = 'big';
+WITH d AS (SELECT *, row_number() OVER () AS k FROM ordering.deliver('big', 'r', 1, big_payload(1)))
+SELECT count(*) AS returned, bool_and(seq = k) AS in_order,
+       bool_and(payload = big_payload(seq)) AS intact
+  FROM d;
+SELECT ordering.position('big', 'r'), count(*) AS parked FROM ordering.parked WHERE consumer = 'big';
+
 -- Bad arguments: 22004 / 22023, and nothing changes.
 SELECT * FROM ordering.deliver(NULL, 'acct-1', 12, '{}');
 \echo :SQLSTATE

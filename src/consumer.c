@@ -28,14 +28,18 @@
  *	- the position read with keyed_read() (SnapshotSelf: committed or ours) is
  *	  the truth and stays so until we commit;
  *	- ordering.parked rows of this key are read below SPI with SnapshotSelf
- *	  (an index probe of its primary key, as keyed.c does for positions):
- *	  that is safe because nobody but a lock holder inserts or deletes them,
- *	  so "committed or ours" is exactly the current set, and cheap, which
- *	  matters because every deliver() probes it;
- *	- rows are written (park, drain) with SPI plans prepared once per backend,
- *	  run with a fresh snapshot (GetLatestSnapshot) so they see the same rows
- *	  as the probes even in REPEATABLE READ transactions, whose transaction
- *	  snapshot may predate the commit of the previous lock holder.
+ *	  (index scans of its primary key, as keyed.c does for positions): the
+ *	  probes every deliver() makes and the run it drains.  That is safe
+ *	  because nobody but a lock holder inserts or deletes them, so
+ *	  "committed or ours" is exactly the current set, at any isolation
+ *	  level; and it is cheap, which matters because every call probes;
+ *	- rows are written (park; delete the drained run and close the gap
+ *	  request) with SPI plans prepared once per backend, one statement per
+ *	  call, run with a fresh snapshot (GetLatestSnapshot) so they see the
+ *	  same rows as the probes even in REPEATABLE READ transactions, whose
+ *	  snapshot may predate the commit of the previous lock holder.  Writes
+ *	  stay in SQL so that the table's indexes, constraints and any triggers
+ *	  are maintained by the executor.
  *
  * Invariants kept by deliver()/skip_gap(): every parked seq of a key is
  * greater than position + 1 (an event that continues the run is never
@@ -68,7 +72,6 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -92,9 +95,7 @@ PG_FUNCTION_INFO_V1(ordering_skip_gap);
 #define PARKED_ATT_CONSUMER 1
 #define PARKED_ATT_RESOURCE 2
 #define PARKED_ATT_SEQ		3
-
-/* parked rows fetched per query while draining */
-#define DRAIN_BATCH			256
+#define PARKED_ATT_PAYLOAD	4
 
 /* An event to apply now: the one delivered, or a drained one */
 typedef struct ReadyEvent
@@ -128,9 +129,7 @@ static bool parked_callback_registered = false;
 
 /* SPI plans, prepared once per backend */
 static SPIPlanPtr plan_park = NULL;
-static SPIPlanPtr plan_drain_select = NULL;
-static SPIPlanPtr plan_drain_delete = NULL;
-static SPIPlanPtr plan_gap_settle = NULL;
+static SPIPlanPtr plan_drain = NULL;
 
 /* a resolved handler of deliver(..., handler), cached in fn_extra */
 typedef struct HandlerCache
@@ -152,7 +151,8 @@ parked_relcache_callback(Datum arg, Oid relid)
 
 /*
  * Look up ordering.parked and its primary key, and check that the key is
- * still (consumer, resource_id, seq): the probes below rely on it.
+ * still (consumer, resource_id, seq) and the fourth column the jsonb
+ * payload: the probes below rely on it.
  */
 static void
 parked_resolve(void)
@@ -171,7 +171,9 @@ parked_resolve(void)
 	rel = table_open(relid, AccessShareLock);
 	indexid = RelationGetPrimaryKeyIndex(rel);
 	ok = OidIsValid(indexid) &&
-		TupleDescAttr(RelationGetDescr(rel), PARKED_ATT_SEQ - 1)->atttypid == INT8OID;
+		RelationGetDescr(rel)->natts >= PARKED_ATT_PAYLOAD &&
+		TupleDescAttr(RelationGetDescr(rel), PARKED_ATT_SEQ - 1)->atttypid == INT8OID &&
+		TupleDescAttr(RelationGetDescr(rel), PARKED_ATT_PAYLOAD - 1)->atttypid == JSONBOID;
 	if (ok)
 	{
 		idx = index_open(indexid, AccessShareLock);
@@ -356,91 +358,107 @@ ready_add(ReadyList *list, int64 seq, Datum payload, bool isnull)
 }
 
 /*
- * Take the parked run that starts at "from" (from, from + 1, ... while
- * they are parked): append the events to "ready", delete their rows, and
- * return the last seq of the run (from - 1 if "from" is not parked).  The
- * caller holds the key lock.
+ * Read the parked run that starts at "from" (from, from + 1, ... while they
+ * are parked) with SnapshotSelf, appending its events to "ready" (payloads
+ * copied into ready->cxt).  Returns the last seq of the run, from - 1 if
+ * "from" is not parked; *beyond tells whether events remain parked after
+ * the run.  The caller holds the key lock.
  */
 static int64
-drain_run(text *consumer, text *resource, int64 from, ReadyList *ready)
+parked_read_run(ParkedScan *ps, text *consumer, text *resource, int64 from,
+				ReadyList *ready, bool *beyond)
 {
-	Oid			select_types[4] = {TEXTOID, TEXTOID, INT8OID, INT8OID};
-	Oid			delete_types[4] = {TEXTOID, TEXTOID, INT8OID, INT8OID};
-	Datum		values[4];
+	ScanKeyData keys[3];
+	IndexScanDesc scan;
 	int64		next = from;
-	bool		more = true;
+
+	ScanKeyInit(&keys[0], PARKED_ATT_CONSUMER, BTEqualStrategyNumber,
+				F_TEXTEQ, PointerGetDatum(consumer));
+	ScanKeyInit(&keys[1], PARKED_ATT_RESOURCE, BTEqualStrategyNumber,
+				F_TEXTEQ, PointerGetDatum(resource));
+	ScanKeyInit(&keys[2], PARKED_ATT_SEQ, BTGreaterEqualStrategyNumber,
+				F_INT8GE, Int64GetDatum(from));
+
+	*beyond = false;
+	scan = index_beginscan(ps->rel, ps->idx, SnapshotSelf, 3, 0);
+	index_rescan(scan, keys, 3, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, ps->slot))
+	{
+		bool		isnull;
+		int64		seq;
+		Datum		payload;
+
+		seq = DatumGetInt64(slot_getattr(ps->slot, PARKED_ATT_SEQ, &isnull));
+		if (seq != next)
+		{
+			*beyond = true;		/* the run ends at a gap */
+			break;
+		}
+		payload = slot_getattr(ps->slot, PARKED_ATT_PAYLOAD, &isnull);
+		if (!isnull)
+		{
+			MemoryContext old = MemoryContextSwitchTo(ready->cxt);
+
+			/* the slot points into a shared buffer: copy, and detoast */
+			payload = PointerGetDatum(PG_DETOAST_DATUM_COPY(payload));
+			MemoryContextSwitchTo(old);
+		}
+		ready_add(ready, seq, payload, isnull);
+		if (seq == PG_INT64_MAX)
+			break;
+		next++;
+	}
+	index_endscan(scan);
+	return next - 1;
+}
+
+/*
+ * Remove the parked rows [from, last] that were just drained (none if
+ * last < from), and close the gap request of the key if the position, now
+ * "last" or beyond, reaches its missing_to, or if nothing remains parked
+ * (the sweeper asks again for any gap left).  One SPI statement.  The caller
+ * holds the key lock.
+ */
+static void
+drain_delete(text *consumer, text *resource, int64 from, int64 last,
+			 int64 position, bool nothing_left)
+{
+	Oid			types[6] = {TEXTOID, TEXTOID, INT8OID, INT8OID, INT8OID, BOOLOID};
+	Datum		values[6];
+	int64		expected = last >= from ? last - from + 1 : 0;
+	int64		deleted;
+	bool		isnull;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	prepare_once(&plan_drain_select,
-				 "SELECT p.seq, p.payload FROM ordering.parked p"
+	prepare_once(&plan_drain,
+				 "WITH run AS ("
+				 " DELETE FROM ordering.parked p"
 				 " WHERE p.consumer OPERATOR(pg_catalog.=) $1"
 				 " AND p.resource_id OPERATOR(pg_catalog.=) $2"
 				 " AND p.seq OPERATOR(pg_catalog.>=) $3"
-				 " ORDER BY p.seq LIMIT $4",
-				 4, select_types);
-	prepare_once(&plan_drain_delete,
-				 "DELETE FROM ordering.parked p"
-				 " WHERE p.consumer OPERATOR(pg_catalog.=) $1"
-				 " AND p.resource_id OPERATOR(pg_catalog.=) $2"
-				 " AND p.seq OPERATOR(pg_catalog.>=) $3"
-				 " AND p.seq OPERATOR(pg_catalog.<=) $4",
-				 4, delete_types);
-
+				 " AND p.seq OPERATOR(pg_catalog.<=) $4"
+				 " RETURNING 1),"
+				 " gap AS ("
+				 " DELETE FROM ordering.gap_requests g"
+				 " WHERE g.consumer OPERATOR(pg_catalog.=) $1"
+				 " AND g.resource_id OPERATOR(pg_catalog.=) $2"
+				 " AND (g.missing_to OPERATOR(pg_catalog.<=) $5 OR $6)"
+				 " RETURNING 1)"
+				 " SELECT pg_catalog.count(*) FROM run",
+				 6, types);
 	values[0] = PointerGetDatum(consumer);
 	values[1] = PointerGetDatum(resource);
-	while (more)
-	{
-		values[2] = Int64GetDatum(next);
-		values[3] = Int64GetDatum(DRAIN_BATCH);
-		run_plan(plan_drain_select, values, SPI_OK_SELECT);
-		more = SPI_processed == DRAIN_BATCH;
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tuple = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			int64		seq;
-			Datum		payload;
-			MemoryContext old;
-
-			seq = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-			if (seq != next)
-			{
-				more = false;	/* the run ends at a gap */
-				break;
-			}
-			payload = SPI_getbinval(tuple, desc, 2, &isnull);
-			old = MemoryContextSwitchTo(ready->cxt);
-			if (!isnull)
-				payload = datumCopy(payload, false, -1);
-			MemoryContextSwitchTo(old);
-			ready_add(ready, seq, payload, isnull);
-			if (next == PG_INT64_MAX)
-			{
-				more = false;
-				break;
-			}
-			next++;
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-
-	if (ready->n > 0 && ready->events[ready->n - 1].seq >= from)
-	{
-		int64		last = ready->events[ready->n - 1].seq;
-
-		values[2] = Int64GetDatum(from);
-		values[3] = Int64GetDatum(last);
-		run_plan(plan_drain_delete, values, SPI_OK_DELETE);
-		if (SPI_processed != (uint64) (last - from + 1))
-			elog(ERROR, "ordering.parked changed while draining");
-		next = last + 1;
-	}
-	else
-		next = from;
+	values[2] = Int64GetDatum(from);
+	values[3] = Int64GetDatum(last);
+	values[4] = Int64GetDatum(position);
+	values[5] = BoolGetDatum(nothing_left);
+	run_plan(plan_drain, values, SPI_OK_SELECT);
+	deleted = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1, &isnull));
+	if (deleted != expected)
+		elog(ERROR, "ordering.parked changed while draining");
 	SPI_finish();
-	return next - 1;
 }
 
 /*
@@ -472,35 +490,6 @@ park(text *consumer, text *resource, int64 seq, Datum payload, bool isnull)
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "SPI_execute_snapshot failed: %s",
 			 SPI_result_code_string(rc));
-	SPI_finish();
-}
-
-/*
- * The position moved to "position" while events were parked: close the
- * gap request of the key if the gap it asks for is filled or skipped, or if
- * nothing is parked any more (the sweeper asks again for any gap left).
- */
-static void
-settle_gap_request(text *consumer, text *resource, int64 position)
-{
-	Oid			types[3] = {TEXTOID, TEXTOID, INT8OID};
-	Datum		values[3];
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	prepare_once(&plan_gap_settle,
-				 "DELETE FROM ordering.gap_requests g"
-				 " WHERE g.consumer OPERATOR(pg_catalog.=) $1"
-				 " AND g.resource_id OPERATOR(pg_catalog.=) $2"
-				 " AND (g.missing_to OPERATOR(pg_catalog.<=) $3"
-				 " OR NOT EXISTS (SELECT FROM ordering.parked p"
-				 " WHERE p.consumer OPERATOR(pg_catalog.=) $1"
-				 " AND p.resource_id OPERATOR(pg_catalog.=) $2))",
-				 3, types);
-	values[0] = PointerGetDatum(consumer);
-	values[1] = PointerGetDatum(resource);
-	values[2] = Int64GetDatum(position);
-	run_plan(plan_gap_settle, values, SPI_OK_DELETE);
 	SPI_finish();
 }
 
@@ -627,14 +616,17 @@ deliver_event(text *consumer, text *resource, int64 seq,
 	if (seq == position + 1)
 	{
 		int64		end = seq;
+		bool		beyond = true;
 
-		parked_close(&ps);
 		ready_add(ready, seq, payload, payload_isnull);
+		/* parked seqs are > seq (file header), so seq + 1 cannot overflow */
 		if (has_parked && lowest == seq + 1)
-			end = drain_run(consumer, resource, seq + 1, ready);
+			end = parked_read_run(&ps, consumer, resource, seq + 1, ready,
+								  &beyond);
+		parked_close(&ps);
 		advance_position(consumer, resource, end);
 		if (has_parked)
-			settle_gap_request(consumer, resource, end);
+			drain_delete(consumer, resource, seq + 1, end, end, !beyond);
 
 		ordering_stats_count(name, ORDERING_EVENT_CONSUMED, 1);
 		ordering_stats_count(name, ORDERING_EVENT_APPLIED, ready->n);
@@ -849,7 +841,8 @@ ordering_skip_gap(PG_FUNCTION_ARGS)
 	text	   *consumer;
 	text	   *resource;
 	int64		lowest;
-	int64		end;
+	int64		end = 0;
+	bool		beyond = false;
 	bool		has_parked;
 	ParkedScan	ps;
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
@@ -860,13 +853,14 @@ ordering_skip_gap(PG_FUNCTION_ARGS)
 	keyed_lock_key(&ordering_positions, consumer, resource);
 	parked_open(&ps);
 	has_parked = parked_lowest(&ps, consumer, resource, &lowest);
+	if (has_parked)
+		end = parked_read_run(&ps, consumer, resource, lowest, &ready, &beyond);
 	parked_close(&ps);
 	if (!has_parked)
 		return (Datum) 0;
 
-	end = drain_run(consumer, resource, lowest, &ready);
 	advance_position(consumer, resource, end);
-	settle_gap_request(consumer, resource, end);
+	drain_delete(consumer, resource, lowest, end, end, !beyond);
 
 	if (ready.n > 0)
 	{
