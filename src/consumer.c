@@ -310,7 +310,10 @@ prepare_once(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes)
 {
 	if (*cache == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+		SPIPlanPtr	plan;
+
+		/* always the generic plan: the parameters never change the best plan */
+		plan = SPI_prepare_cursor(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
 
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
