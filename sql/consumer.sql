@@ -487,6 +487,62 @@ SELECT * FROM ordering.deliver('gap', 'c', 1, '{}');
 SELECT consumer, resource_id FROM ordering.gap_requests ORDER BY 1, 2;
 
 -------------------------------------------------------------------------------
+-- How ordering.parked is written
+-------------------------------------------------------------------------------
+
+-- Rows parked and drained below SPI keep both indexes of ordering.parked
+-- exact: amcheck finds an index entry for every row.
+SELECT count(*) AS returned
+  FROM generate_series(40, 2, -1) g, LATERAL ordering.deliver('idx', 'r', g, '{}') d;
+BEGIN;
+SELECT * FROM ordering.deliver('idx', 'r', 42, '{"late": true}');
+-- parked_at is now(), as the column default says.
+SELECT seq, payload, parked_at = now() AS parked_now FROM ordering.parked
+ WHERE consumer = 'idx' AND seq = 42;
+COMMIT;
+SELECT count(*) AS returned FROM ordering.deliver('idx', 'r', 1, '{}');
+SELECT array_agg(seq) AS parked FROM ordering.parked WHERE consumer = 'idx';
+CREATE EXTENSION amcheck;
+SELECT bt_index_parent_check(i.indexrelid, true) IS NOT NULL AS checked,
+       c.relname
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+ WHERE i.indrelid = 'ordering.parked'::regclass ORDER BY c.relname;
+DROP EXTENSION amcheck;
+
+-- With a trigger on ordering.parked, parking and draining go through SQL, so
+-- the trigger fires; the results are the same.
+BEGIN;
+CREATE TABLE parked_log (op text, seq bigint);
+CREATE FUNCTION log_parked() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO parked_log VALUES (TG_OP, NEW.seq);
+        RETURN NEW;
+    END IF;
+    INSERT INTO parked_log VALUES (TG_OP, OLD.seq);
+    RETURN OLD;
+END
+$$;
+CREATE TRIGGER log_parked BEFORE INSERT OR DELETE ON ordering.parked
+    FOR EACH ROW EXECUTE FUNCTION log_parked();
+SELECT * FROM ordering.deliver('trg', 'r', 3, '{"n": 3}');
+SELECT * FROM ordering.deliver('trg', 'r', 2, '{"n": 2}');
+SELECT * FROM ordering.deliver('trg', 'r', 5, '{"n": 5}');
+SELECT * FROM ordering.deliver('trg', 'r', 5, '{"n": 5}');
+SELECT open_gap('trg', 'r', 1, 1);
+SELECT * FROM ordering.deliver('trg', 'r', 1, '{"n": 1}');
+SELECT ordering.position('trg', 'r'),
+       (SELECT array_agg(seq) FROM ordering.parked WHERE consumer = 'trg') AS parked,
+       (SELECT count(*) FROM ordering.gap_requests WHERE consumer = 'trg') AS requests;
+SELECT * FROM ordering.skip_gap('trg', 'r');
+SELECT * FROM parked_log;
+ROLLBACK;
+-- Without it, below SPI again: no trace of the rolled-back work.
+SELECT * FROM ordering.deliver('trg', 'r', 2, '{}');
+SELECT * FROM ordering.deliver('trg', 'r', 1, '{}');
+SELECT count(*) AS parked FROM ordering.parked;
+
+-------------------------------------------------------------------------------
 -- The seed's delta events: "add 50 euros" must not be lost
 -------------------------------------------------------------------------------
 

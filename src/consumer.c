@@ -33,13 +33,22 @@
  *	  because nobody but a lock holder inserts or deletes them, so
  *	  "committed or ours" is exactly the current set, at any isolation
  *	  level; and it is cheap, which matters because every call probes;
- *	- rows are written (park; delete the drained run and close the gap
- *	  request) with SPI plans prepared once per backend, one statement per
- *	  call, run with a fresh snapshot (GetLatestSnapshot) so they see the
- *	  same rows as the probes even in REPEATABLE READ transactions, whose
- *	  snapshot may predate the commit of the previous lock holder.  Writes
- *	  stay in SQL so that the table's indexes, constraints and any triggers
- *	  are maintained by the executor.
+ *	- parked rows are written below SPI too while the table is exactly what
+ *	  the install script made (no triggers, rules or row security; plain
+ *	  btree indexes only, checked under the RowExclusiveLock we write with):
+ *	  heap_insert() plus an entry in each index, as CatalogTupleInsert()
+ *	  does, and simple_heap_delete() of the drained rows, whose TIDs the
+ *	  SnapshotSelf scan just returned and which nobody else may touch.  The
+ *	  values are checked first (seq > 0, keys not null), as the table's
+ *	  constraints would.  Otherwise (say a trigger was added) the same
+ *	  writes go through SPI plans, so whatever was added is honoured;
+ *	- the gap request of a key is probed the same way and, when there is
+ *	  one, deleted with SQL: the sweeper writes that table concurrently, and
+ *	  an SQL DELETE waits for it and rechecks.
+ *	  SPI plans are prepared once per backend and run with a fresh snapshot
+ *	  (GetLatestSnapshot) so they see the same rows as the probes even in
+ *	  REPEATABLE READ transactions, whose snapshot may predate the commit of
+ *	  the previous lock holder.
  *
  * Invariants kept by deliver()/skip_gap(): every parked seq of a key is
  * greater than position + 1 (an event that continues the run is never
@@ -56,13 +65,17 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/skey.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -78,6 +91,7 @@
 #include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
@@ -103,6 +117,7 @@ typedef struct ReadyEvent
 	int64		seq;
 	Datum		payload;
 	bool		isnull;
+	ItemPointerData tid;		/* its row in ordering.parked, if drained */
 } ReadyEvent;
 
 /* The events a call hands back, in order, allocated in "cxt" */
@@ -122,14 +137,36 @@ typedef struct ParkedScan
 	TupleTableSlot *slot;
 } ParkedScan;
 
-/* cached OIDs of ordering.parked and its primary key */
-static Oid	parked_relid = InvalidOid;
-static Oid	parked_indexid = InvalidOid;
-static bool parked_callback_registered = false;
+/* A table of the extension whose OIDs we cache, with its primary key */
+typedef struct CachedRel
+{
+	const char *relname;		/* in schema "ordering" */
+	int			nkeys;			/* primary key: its first nkeys columns */
+	Oid			relid;			/* InvalidOid until looked up */
+	Oid			indexid;
+} CachedRel;
+
+static CachedRel parked_rel = {"parked", 3, InvalidOid, InvalidOid};
+static CachedRel gaps_rel = {"gap_requests", 2, InvalidOid, InvalidOid};
+static bool consumer_callback_registered = false;
+
+/*
+ * May ordering.parked be written below SPI?  Only while it is exactly what
+ * the install script made: the five columns, no triggers, no rules, no row
+ * security, and only valid, immediate btree indexes on plain columns, which
+ * we can maintain by hand.  Otherwise parking and draining go through SPI,
+ * so that whatever was added is honoured.  Set with parked_rel.
+ */
+#define PARKED_NATTS		5
+#define PARKED_MAX_INDEXES	8
+static bool parked_direct = false;
+static int	parked_nindexes = 0;
+static Oid	parked_indexes[PARKED_MAX_INDEXES];
 
 /* SPI plans, prepared once per backend */
 static SPIPlanPtr plan_park = NULL;
 static SPIPlanPtr plan_drain = NULL;
+static SPIPlanPtr plan_gap_settle = NULL;
 
 /* a resolved handler of deliver(..., handler), cached in fn_extra */
 typedef struct HandlerCache
@@ -140,63 +177,120 @@ typedef struct HandlerCache
 } HandlerCache;
 
 /*
- * Forget the cached OIDs when ordering.parked's relcache entry goes away.
+ * Forget cached OIDs when a table's relcache entry is invalidated (dropped
+ * with the extension, altered, an index or trigger added, or everything).
+ * Adding or dropping an index or trigger invalidates the table itself.
  */
 static void
-parked_relcache_callback(Datum arg, Oid relid)
+consumer_relcache_callback(Datum arg, Oid relid)
 {
-	if (relid == InvalidOid || relid == parked_relid || relid == parked_indexid)
-		parked_relid = parked_indexid = InvalidOid;
+	CachedRel  *rels[2] = {&parked_rel, &gaps_rel};
+
+	for (int i = 0; i < lengthof(rels); i++)
+	{
+		if (relid == InvalidOid || relid == rels[i]->relid ||
+			relid == rels[i]->indexid)
+			rels[i]->relid = rels[i]->indexid = InvalidOid;
+	}
 }
 
 /*
- * Look up ordering.parked and its primary key, and check that the key is
- * still (consumer, resource_id, seq) and the fourth column the jsonb
- * payload: the probes below rely on it.
+ * Decide whether ordering.parked may be written below SPI (see above), and
+ * remember its indexes.
  */
 static void
-parked_resolve(void)
+parked_check_direct(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Oid			types[PARKED_NATTS] = {TEXTOID, TEXTOID, INT8OID, JSONBOID,
+	TIMESTAMPTZOID};
+	List	   *indexes;
+	ListCell   *lc;
+	bool		ok;
+
+	ok = desc->natts == PARKED_NATTS && rel->trigdesc == NULL &&
+		rel->rd_rules == NULL && !rel->rd_rel->relrowsecurity;
+	for (int i = 0; ok && i < PARKED_NATTS; i++)
+		ok = !TupleDescAttr(desc, i)->attisdropped &&
+			TupleDescAttr(desc, i)->atttypid == types[i];
+
+	indexes = RelationGetIndexList(rel);
+	ok = ok && list_length(indexes) <= PARKED_MAX_INDEXES;
+	parked_nindexes = 0;
+	foreach(lc, indexes)
+	{
+		Relation	idx;
+
+		if (!ok)
+			break;
+		idx = index_open(lfirst_oid(lc), AccessShareLock);
+		ok = idx->rd_rel->relam == BTREE_AM_OID &&
+			idx->rd_index->indisvalid && idx->rd_index->indisready &&
+			idx->rd_index->indimmediate && !idx->rd_index->indisexclusion &&
+			RelationGetIndexExpressions(idx) == NIL &&
+			RelationGetIndexPredicate(idx) == NIL;
+		parked_indexes[parked_nindexes++] = RelationGetRelid(idx);
+		index_close(idx, AccessShareLock);
+	}
+	list_free(indexes);
+	parked_direct = ok;
+}
+
+/*
+ * Look up a table of the extension and its primary key, and check that the
+ * key is still its first nkeys columns, which the scans below rely on.  For
+ * ordering.parked, also check the types of seq and payload and decide how
+ * it is written.
+ */
+static void
+cached_resolve(CachedRel *cr)
 {
 	Oid			nspid = get_namespace_oid("ordering", false);
-	Oid			relid = get_relname_relid("parked", nspid);
+	Oid			relid = get_relname_relid(cr->relname, nspid);
 	Relation	rel;
-	Relation	idx;
 	Oid			indexid;
 	bool		ok;
 
 	if (!OidIsValid(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation \"ordering.parked\" does not exist")));
+				 errmsg("relation \"ordering.%s\" does not exist", cr->relname)));
 	rel = table_open(relid, AccessShareLock);
 	indexid = RelationGetPrimaryKeyIndex(rel);
-	ok = OidIsValid(indexid) &&
-		RelationGetDescr(rel)->natts >= PARKED_ATT_PAYLOAD &&
-		TupleDescAttr(RelationGetDescr(rel), PARKED_ATT_SEQ - 1)->atttypid == INT8OID &&
-		TupleDescAttr(RelationGetDescr(rel), PARKED_ATT_PAYLOAD - 1)->atttypid == JSONBOID;
+	ok = OidIsValid(indexid);
 	if (ok)
 	{
-		idx = index_open(indexid, AccessShareLock);
-		ok = idx->rd_index->indnkeyatts == 3 &&
-			idx->rd_index->indkey.values[0] == PARKED_ATT_CONSUMER &&
-			idx->rd_index->indkey.values[1] == PARKED_ATT_RESOURCE &&
-			idx->rd_index->indkey.values[2] == PARKED_ATT_SEQ;
+		Relation	idx = index_open(indexid, AccessShareLock);
+
+		ok = idx->rd_index->indnkeyatts == cr->nkeys;
+		for (int i = 0; ok && i < cr->nkeys; i++)
+			ok = idx->rd_index->indkey.values[i] == i + 1;
 		index_close(idx, AccessShareLock);
+	}
+	if (ok && cr == &parked_rel)
+	{
+		TupleDesc	desc = RelationGetDescr(rel);
+
+		ok = desc->natts >= PARKED_ATT_PAYLOAD &&
+			TupleDescAttr(desc, PARKED_ATT_SEQ - 1)->atttypid == INT8OID &&
+			TupleDescAttr(desc, PARKED_ATT_PAYLOAD - 1)->atttypid == JSONBOID;
+		if (ok)
+			parked_check_direct(rel);
 	}
 	table_close(rel, AccessShareLock);
 	if (!ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"ordering.parked\" has been altered"),
+				 errmsg("relation \"ordering.%s\" has been altered", cr->relname),
 				 errhint("Reinstall the extension ordering.")));
 
-	if (!parked_callback_registered)
+	if (!consumer_callback_registered)
 	{
-		CacheRegisterRelcacheCallback(parked_relcache_callback, (Datum) 0);
-		parked_callback_registered = true;
+		CacheRegisterRelcacheCallback(consumer_relcache_callback, (Datum) 0);
+		consumer_callback_registered = true;
 	}
-	parked_relid = relid;
-	parked_indexid = indexid;
+	cr->relid = relid;
+	cr->indexid = indexid;
 }
 
 /*
@@ -205,13 +299,15 @@ parked_resolve(void)
 static void
 parked_open(ParkedScan *ps)
 {
+	Oid			relid;
 	Oid			indexid;
 
-	if (!OidIsValid(parked_relid))
-		parked_resolve();
+	if (!OidIsValid(parked_rel.relid))
+		cached_resolve(&parked_rel);
 	/* opening may process invalidations that reset the cache: copy first */
-	indexid = parked_indexid;
-	ps->rel = table_open(parked_relid, AccessShareLock);
+	relid = parked_rel.relid;
+	indexid = parked_rel.indexid;
+	ps->rel = table_open(relid, AccessShareLock);
 	ps->idx = index_open(indexid, AccessShareLock);
 	ps->slot = table_slot_create(ps->rel, NULL);
 }
@@ -357,6 +453,7 @@ ready_add(ReadyList *list, int64 seq, Datum payload, bool isnull)
 	list->events[list->n].seq = seq;
 	list->events[list->n].payload = payload;
 	list->events[list->n].isnull = isnull;
+	ItemPointerSetInvalid(&list->events[list->n].tid);
 	list->n++;
 }
 
@@ -407,6 +504,7 @@ parked_read_run(ParkedScan *ps, text *consumer, text *resource, int64 from,
 			MemoryContextSwitchTo(old);
 		}
 		ready_add(ready, seq, payload, isnull);
+		ready->events[ready->n - 1].tid = ps->slot->tts_tid;
 		if (seq == PG_INT64_MAX)
 			break;
 		next++;
@@ -416,14 +514,11 @@ parked_read_run(ParkedScan *ps, text *consumer, text *resource, int64 from,
 }
 
 /*
- * Remove the parked rows [from, last] that were just drained (none if
- * last < from), and close the gap request of the key if the position, now
- * "last" or beyond, reaches its missing_to, or if nothing remains parked
- * (the sweeper asks again for any gap left).  One SPI statement.  The caller
- * holds the key lock.
+ * drain_finish() through SPI (see parked_direct): remove the parked rows
+ * [from, last] and settle the gap request, in one statement.
  */
 static void
-drain_delete(text *consumer, text *resource, int64 from, int64 last,
+drain_delete_spi(text *consumer, text *resource, int64 from, int64 last,
 			 int64 position, bool nothing_left)
 {
 	Oid			types[6] = {TEXTOID, TEXTOID, INT8OID, INT8OID, INT8OID, BOOLOID};
@@ -465,11 +560,10 @@ drain_delete(text *consumer, text *resource, int64 from, int64 last,
 }
 
 /*
- * Park an early event.  The caller holds the key lock and has checked that
- * the seq is not parked yet and the cap allows it.
+ * Park an early event through SPI (see parked_direct).
  */
 static void
-park(text *consumer, text *resource, int64 seq, Datum payload, bool isnull)
+park_spi(text *consumer, text *resource, int64 seq, Datum payload, bool isnull)
 {
 	Oid			types[4] = {TEXTOID, TEXTOID, INT8OID, JSONBOID};
 	Datum		values[4];
@@ -494,6 +588,189 @@ park(text *consumer, text *resource, int64 seq, Datum payload, bool isnull)
 		elog(ERROR, "SPI_execute_snapshot failed: %s",
 			 SPI_result_code_string(rc));
 	SPI_finish();
+}
+
+/*
+ * Open ordering.parked for writing and tell whether it may be written below
+ * SPI.  The check is made under the RowExclusiveLock, which keeps triggers
+ * and indexes from being added until we commit, so it stays true.  Returns
+ * NULL when SPI must be used.
+ */
+static Relation
+parked_open_direct(void)
+{
+	Oid			relid;
+	Relation	rel;
+
+	if (!OidIsValid(parked_rel.relid))
+		cached_resolve(&parked_rel);
+	relid = parked_rel.relid;
+	rel = table_open(relid, RowExclusiveLock);
+	if (!OidIsValid(parked_rel.relid))
+		cached_resolve(&parked_rel);	/* invalidated while we locked */
+	if (parked_rel.relid != relid || !parked_direct)
+	{
+		table_close(rel, NoLock);
+		return NULL;
+	}
+	return rel;
+}
+
+/*
+ * Insert a parked row below SPI, as CatalogTupleInsert() does: heap_insert()
+ * (which TOASTs the payload as needed) and an entry in each index, the
+ * primary key checking uniqueness.  parked_at is now(), the column default.
+ * Returns false, changing nothing, when SPI must be used instead.
+ */
+static bool
+park_direct(text *consumer, text *resource, int64 seq, Datum payload,
+			bool isnull)
+{
+	Relation	rel = parked_open_direct();
+	Datum		values[PARKED_NATTS];
+	bool		nulls[PARKED_NATTS] = {false, false, false, isnull, false};
+	HeapTuple	tuple;
+	TupleTableSlot *slot;
+
+	if (rel == NULL)
+		return false;
+	values[0] = PointerGetDatum(consumer);
+	values[1] = PointerGetDatum(resource);
+	values[2] = Int64GetDatum(seq);
+	values[3] = payload;
+	values[4] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	tuple = heap_form_tuple(RelationGetDescr(rel), values, nulls);
+	heap_insert(rel, tuple, GetCurrentCommandId(true), 0, NULL);
+
+	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(tuple, slot, false);
+	for (int i = 0; i < parked_nindexes; i++)
+	{
+		Relation	idx = index_open(parked_indexes[i], RowExclusiveLock);
+		IndexInfo  *ii = BuildIndexInfo(idx);
+		Datum		ivalues[INDEX_MAX_KEYS];
+		bool		inulls[INDEX_MAX_KEYS];
+
+		/* plain columns only (parked_check_direct): no EState needed */
+		FormIndexDatum(ii, slot, NULL, ivalues, inulls);
+		index_insert(idx, ivalues, inulls, &tuple->t_self, rel,
+					 idx->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+					 false, ii);
+		index_close(idx, NoLock);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	heap_freetuple(tuple);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+	return true;
+}
+
+/*
+ * Park an early event.  The caller holds the key lock and has checked that
+ * the seq is not parked yet and the cap allows it.
+ */
+static void
+park(text *consumer, text *resource, int64 seq, Datum payload, bool isnull)
+{
+	if (!park_direct(consumer, resource, seq, payload, isnull))
+		park_spi(consumer, resource, seq, payload, isnull);
+}
+
+/*
+ * Is there a gap request for the key?  A SnapshotSelf probe of its primary
+ * key: the sweeper's uncommitted requests are not seen, exactly as an SQL
+ * DELETE would not see them.
+ */
+static bool
+gap_request_exists(text *consumer, text *resource)
+{
+	Oid			relid;
+	Oid			indexid;
+	Relation	rel;
+	Relation	idx;
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	bool		found;
+
+	if (!OidIsValid(gaps_rel.relid))
+		cached_resolve(&gaps_rel);
+	relid = gaps_rel.relid;
+	indexid = gaps_rel.indexid;
+	rel = table_open(relid, AccessShareLock);
+	idx = index_open(indexid, AccessShareLock);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ,
+				PointerGetDatum(consumer));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ,
+				PointerGetDatum(resource));
+	slot = table_slot_create(rel, NULL);
+	scan = index_beginscan(rel, idx, SnapshotSelf, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(idx, NoLock);
+	table_close(rel, NoLock);
+	return found;
+}
+
+/*
+ * Close the gap request of the key if the position reaches its missing_to
+ * or nothing remains parked.
+ */
+static void
+settle_gap_spi(text *consumer, text *resource, int64 position,
+			   bool nothing_left)
+{
+	Oid			types[4] = {TEXTOID, TEXTOID, INT8OID, BOOLOID};
+	Datum		values[4];
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	prepare_once(&plan_gap_settle,
+				 "DELETE FROM ordering.gap_requests g"
+				 " WHERE g.consumer OPERATOR(pg_catalog.=) $1"
+				 " AND g.resource_id OPERATOR(pg_catalog.=) $2"
+				 " AND (g.missing_to OPERATOR(pg_catalog.<=) $3 OR $4)",
+				 4, types);
+	values[0] = PointerGetDatum(consumer);
+	values[1] = PointerGetDatum(resource);
+	values[2] = Int64GetDatum(position);
+	values[3] = BoolGetDatum(nothing_left);
+	run_plan(plan_gap_settle, values, SPI_OK_DELETE);
+	SPI_finish();
+}
+
+/*
+ * After the position moved to "position" with events parked: remove the
+ * rows of the drained events ready->events[first ..] (seqs from ..
+ * position; none if from > position), and close the gap request of the key
+ * if the position reaches its missing_to, or if nothing remains parked (the
+ * sweeper asks again for any gap left).  Rows are deleted below SPI with
+ * simple_heap_delete() when allowed (index entries are left to VACUUM, as
+ * for any delete); we hold the key lock, so nobody else changes them.
+ */
+static void
+drain_finish(text *consumer, text *resource, ReadyList *ready, int first,
+			 int64 from, int64 position, bool nothing_left)
+{
+	Relation	rel = NULL;
+
+	if (from <= position && (rel = parked_open_direct()) == NULL)
+	{
+		drain_delete_spi(consumer, resource, from, position, position,
+						 nothing_left);
+		return;
+	}
+	if (rel != NULL)
+	{
+		for (int i = first; i < ready->n; i++)
+			simple_heap_delete(rel, &ready->events[i].tid);
+		table_close(rel, NoLock);
+		CommandCounterIncrement();
+	}
+	if (gap_request_exists(consumer, resource))
+		settle_gap_spi(consumer, resource, position, nothing_left);
 }
 
 /* KeyedDecide: seq if it is newer, else no change */
@@ -629,7 +906,7 @@ deliver_event(text *consumer, text *resource, int64 seq,
 		parked_close(&ps);
 		advance_position(consumer, resource, end);
 		if (has_parked)
-			drain_delete(consumer, resource, seq + 1, end, end, !beyond);
+			drain_finish(consumer, resource, ready, 1, seq + 1, end, !beyond);
 
 		ordering_stats_count(name, ORDERING_EVENT_CONSUMED, 1);
 		ordering_stats_count(name, ORDERING_EVENT_APPLIED, ready->n);
@@ -863,7 +1140,7 @@ ordering_skip_gap(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 
 	advance_position(consumer, resource, end);
-	drain_delete(consumer, resource, lowest, end, end, !beyond);
+	drain_finish(consumer, resource, &ready, 0, lowest, end, !beyond);
 
 	if (ready.n > 0)
 	{
