@@ -243,6 +243,15 @@ SELECT count(*) AS returned, bool_and(seq = k) AS in_order,
   FROM d;
 SELECT ordering.position('big', 'r'), count(*) AS parked FROM ordering.parked WHERE consumer = 'big';
 
+-- The largest seq works like any other.
+SELECT * FROM ordering.deliver('max', 'r', 9223372036854775807, '{"last": true}');
+SELECT * FROM ordering.skip_gap('max', 'r');
+SELECT * FROM ordering.deliver('max', 'r', 9223372036854775807, '{"last": true}');
+SELECT ordering.position('max', 'r');
+SELECT ordering.apply_if_newer('max', 'r2', 9223372036854775806);
+SELECT * FROM ordering.deliver('max', 'r2', 9223372036854775807, '{"last": true}');
+SELECT ordering.apply_if_newer('max', 'r2', 9223372036854775807);
+
 -- Bad arguments: 22004 / 22023, and nothing changes.
 SELECT * FROM ordering.deliver(NULL, 'acct-1', 12, '{}');
 \echo :SQLSTATE

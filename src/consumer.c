@@ -470,7 +470,7 @@ parked_read_run(ParkedScan *ps, text *consumer, text *resource, int64 from,
 {
 	ScanKeyData keys[3];
 	IndexScanDesc scan;
-	int64		next = from;
+	int64		last = from - 1;	/* from >= 1: no overflow */
 
 	ScanKeyInit(&keys[0], PARKED_ATT_CONSUMER, BTEqualStrategyNumber,
 				F_TEXTEQ, PointerGetDatum(consumer));
@@ -489,7 +489,7 @@ parked_read_run(ParkedScan *ps, text *consumer, text *resource, int64 from,
 		Datum		payload;
 
 		seq = DatumGetInt64(slot_getattr(ps->slot, PARKED_ATT_SEQ, &isnull));
-		if (seq != next)
+		if (last == PG_INT64_MAX || seq != last + 1)
 		{
 			*beyond = true;		/* the run ends at a gap */
 			break;
@@ -505,12 +505,10 @@ parked_read_run(ParkedScan *ps, text *consumer, text *resource, int64 from,
 		}
 		ready_add(ready, seq, payload, isnull);
 		ready->events[ready->n - 1].tid = ps->slot->tts_tid;
-		if (seq == PG_INT64_MAX)
-			break;
-		next++;
+		last = seq;
 	}
 	index_endscan(scan);
-	return next - 1;
+	return last;
 }
 
 /*
@@ -899,7 +897,8 @@ deliver_event(text *consumer, text *resource, int64 seq,
 		bool		beyond = true;
 
 		ready_add(ready, seq, payload, payload_isnull);
-		/* parked seqs are > seq (file header), so seq + 1 cannot overflow */
+		/* nothing can be parked above the largest seq */
+		has_parked = has_parked && seq < PG_INT64_MAX;
 		if (has_parked && lowest == seq + 1)
 			end = parked_read_run(&ps, consumer, resource, seq + 1, ready,
 								  &beyond);
