@@ -19,7 +19,7 @@ OBJS = \
 
 DATA = sql/ordering--$(EXTVERSION).sql
 
-REGRESS = producer consumer
+REGRESS = producer consumer search_path
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
