@@ -13,15 +13,17 @@ OBJS = \
 	src/ordering.o \
 	src/keyed.o \
 	src/producer.o \
+	src/consumer.o \
+	src/newer_only.o \
 	src/stats.o
 
 DATA = sql/ordering--$(EXTVERSION).sql
 
-REGRESS = producer
+REGRESS = producer consumer search_path
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
-ISOLATION = producer_order
+ISOLATION = producer_order consumer_deliver consumer_apply consumer_newer_only
 ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_isolation \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
