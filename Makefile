@@ -13,7 +13,9 @@ OBJS = \
 	src/ordering.o \
 	src/keyed.o \
 	src/producer.o \
-	src/stats.o
+	src/stats.o \
+	src/gaps.o \
+	src/worker.o
 
 DATA = sql/ordering--$(EXTVERSION).sql
 
