@@ -19,7 +19,7 @@ OBJS = \
 
 DATA = sql/ordering--$(EXTVERSION).sql
 
-REGRESS = producer
+REGRESS = producer gaps stats
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 

@@ -38,7 +38,12 @@
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -121,18 +126,33 @@ ms_until(TimestampTz when, long cap)
 }
 
 /*
- * Does the database exist?  The launcher reads the shared catalog.
+ * Does the database exist?  The launcher, connected to no database, can
+ * only scan the shared catalog pg_database sequentially (as the autovacuum
+ * launcher does): the syscache and its indexes need a database.
  */
 static bool
 database_exists(const char *dbname)
 {
-	Oid			dboid;
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+	bool		found = false;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	dboid = get_database_oid(dbname, true);
+	(void) GetTransactionSnapshot();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while (!found && (tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		found = (strcmp(NameStr(db->datname), dbname) == 0);
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
 	CommitTransactionCommand();
-	return OidIsValid(dboid);
+	return found;
 }
 
 /*
