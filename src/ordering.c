@@ -84,23 +84,30 @@ define_settings(void)
 							   0,
 							   NULL, NULL, NULL);
 
-	DefineCustomIntVariable("ordering.max_consumers",
-							gettext_noop("Most consumers (of all databases) the shared statistics keep."),
-							gettext_noop("Counts of further consumers are lost until ordering.stats_reset()."),
-							&ordering_max_consumers,
-							1000, 10, 100000,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
+	/*
+	 * Sizes of the shared statistics: they exist only when preloaded, and
+	 * PGC_POSTMASTER settings can only be defined then.
+	 */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		DefineCustomIntVariable("ordering.max_consumers",
+								gettext_noop("Most consumers (of all databases) the shared statistics keep."),
+								gettext_noop("Counts of further consumers are lost until ordering.stats_reset()."),
+								&ordering_max_consumers,
+								1000, 10, 100000,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
 
-	DefineCustomIntVariable("ordering.max_streams",
-							gettext_noop("Most streams (of all databases) the shared statistics keep."),
-							gettext_noop("Counts of further streams are lost until ordering.stats_reset()."),
-							&ordering_max_streams,
-							1000, 10, 100000,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
+		DefineCustomIntVariable("ordering.max_streams",
+								gettext_noop("Most streams (of all databases) the shared statistics keep."),
+								gettext_noop("Counts of further streams are lost until ordering.stats_reset()."),
+								&ordering_max_streams,
+								1000, 10, 100000,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
+	}
 
 	MarkGUCPrefixReserved("ordering");
 }

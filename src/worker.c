@@ -13,8 +13,11 @@
  *	  (or when the role changed), and restarts one that exited (after an
  *	  error, a crash or pg_terminate_backend) at most once per
  *	  ordering.sweep_interval, so a failing database is retried each
- *	  interval without a restart storm.  When it exits, it stops its
- *	  sweepers, so a restarted launcher never runs duplicates.
+ *	  interval without a restart storm (a configuration reload retries at
+ *	  once).  When it exits, it stops its sweepers, so a restarted
+ *	  launcher never runs duplicates.  A sweeper keeps its database
+ *	  connected: to drop a swept database, remove it from the list and
+ *	  reload first, or use DROP DATABASE ... WITH (FORCE).
  *
  *	- a sweeper ("ordering gap sweeper", dynamic, one per database, never
  *	  restarted by the postmaster): connects as ordering.sweep_role (empty:
@@ -217,7 +220,7 @@ launcher_exit(int code, Datum arg)
  * the launcher may sleep before something is due, in milliseconds.
  */
 static long
-reconcile(void)
+reconcile(bool reloaded)
 {
 	long		interval_ms = (long) ordering_sweep_interval * 1000L;
 	long		sleep_ms = interval_ms;
@@ -297,6 +300,9 @@ reconcile(void)
 		if (slot->handle != NULL)
 			continue;
 
+		/* a changed configuration may have fixed what kept it from running */
+		if (reloaded)
+			slot->next_start = 0;
 		if (GetCurrentTimestamp() >= slot->next_start)
 		{
 			slot->next_start = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
@@ -352,15 +358,17 @@ ordering_launcher_main(Datum main_arg)
 	for (;;)
 	{
 		long		sleep_ms;
+		bool		reloaded = false;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			reloaded = true;
 		}
 
-		sleep_ms = reconcile();
+		sleep_ms = reconcile(reloaded);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
 		(void) WaitLatch(MyLatch,
@@ -408,6 +416,9 @@ sweep_once(void)
 			elog(ERROR, "gap sweep failed: %s", SPI_result_code_string(ret));
 		emitted = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											  SPI_tuptable->tupdesc, 1, &isnull));
+		ereport(DEBUG1,
+				(errmsg("ordering gap sweeper swept database \"%s\"",
+						get_database_name(MyDatabaseId))));
 		if (emitted > 0)
 			ereport(LOG,
 					(errmsg("ordering gap sweeper emitted " INT64_FORMAT " gap requests in database \"%s\"",
