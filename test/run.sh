@@ -3,7 +3,7 @@
 # Runs every test of the extension: pg_regress, isolation specs and TAP.
 #
 #   bash test/run.sh            everything
-#   bash test/run.sh regress    only pg_regress (also: isolation, tap)
+#   bash test/run.sh regress    only pg_regress (also: isolation, tap, lint)
 #
 # Works from any folder on a fresh Debian 12 machine as root: installs what is
 # missing, copies the source tree and a private copy of the PostgreSQL
@@ -18,7 +18,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=test/lib.sh
 . "$here/test/lib.sh"
 
-suites=${*:-regress isolation tap}
+suites=${*:-lint regress isolation tap}
 
 ensure_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl \
 	make gcc libc6-dev
@@ -26,20 +26,26 @@ sandbox_create "$here"
 trap sandbox_destroy EXIT
 sandbox_build
 
+passed=0
 failed=0
 for suite in $suites; do
 	case "$suite" in
-		regress) sandbox_make installcheck-regress || failed=1 ;;
-		isolation) sandbox_make installcheck-isolation || failed=1 ;;
-		tap) sandbox_make installcheck-tap || failed=1 ;;
+		lint) run=(bash "$here/test/lint.sh") ;;
+		regress|isolation|tap) run=(sandbox_make "installcheck-$suite") ;;
 		*) echo "unknown suite: $suite" >&2; exit 2 ;;
 	esac
+	if "${run[@]}"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		echo "suite $suite FAILED" >&2
+	fi
 done
 
 if [ "$failed" -ne 0 ]; then
 	sandbox_show_diffs
-	echo "FAILED: some tests failed (sandbox kept in $SANDBOX)" >&2
+	echo "sandbox kept in $SANDBOX" >&2
 	trap - EXIT
-	exit 1
 fi
-echo "all suites passed: $suites"
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
