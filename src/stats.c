@@ -218,7 +218,8 @@ stats_shmem_startup(void)
 }
 
 /*
- * Copy a name into a zeroed key buffer, cut at a character boundary.
+ * Copy a name into a zeroed key buffer of ORDERING_STATS_NAME_LEN bytes,
+ * cut at a character boundary.
  */
 static void
 copy_name(char *dst, const char *name)
@@ -227,7 +228,7 @@ copy_name(char *dst, const char *name)
 
 	if (len >= ORDERING_STATS_NAME_LEN)
 		len = pg_mbcliplen(name, len, ORDERING_STATS_NAME_LEN - 1);
-	memcpy(dst, name, len);
+	strlcpy(dst, name, len + 1);
 }
 
 /*

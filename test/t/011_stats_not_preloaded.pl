@@ -34,7 +34,7 @@ is( $node->safe_psql('postgres', q{
 	ROLLBACK TO SAVEPOINT s;
 	COMMIT;
 	SELECT ordering.emit('r', 'e', '{}')}),
-	"1\n2", 'producing works, savepoints included');
+	"1\n2\n2", 'producing works, savepoints included');
 $node->safe_psql('postgres', q{
 	INSERT INTO ordering.parked (consumer, resource_id, seq, payload, parked_at)
 	VALUES ('c', 'r', 3, '{}', now() - interval '1 h')});
