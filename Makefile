@@ -23,7 +23,7 @@ REGRESS = producer gaps stats
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
-ISOLATION = producer_order
+ISOLATION = producer_order gaps_sweep
 ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_isolation \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
