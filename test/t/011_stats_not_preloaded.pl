@@ -57,6 +57,32 @@ cmp_ok($ours, '>', 0, 'preloading reserves shared memory');
 cmp_ok($ours, '<=', 1024 * 1024, 'at most 1 MiB at the default settings');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM ordering.stats'), '1',
 	'with the library preloaded the view works');
+
+# A full table: with room for 10 consumers, the 11th and 12th are not
+# counted, the session is warned once, and a reset makes room again.
+$node->append_conf('postgresql.conf', 'ordering.max_consumers = 10');
+$node->restart;
+$node->safe_psql('postgres', q{
+	DELETE FROM ordering.parked;
+	INSERT INTO ordering.parked (consumer, resource_id, seq, payload, parked_at)
+	SELECT 'c' || i, 'r', 3, '{}', now() - interval '1 h' FROM generate_series(1, 12) i});
+my ($ret, $stdout, $stderr) = $node->psql('postgres', q{
+	SELECT count(*) FROM ordering.sweep_gaps();
+	UPDATE ordering.gap_requests SET last_requested_at = '2000-01-01';
+	SELECT count(*) FROM ordering.sweep_gaps()});
+is($stdout, "12\n12", 'twelve gaps escalated twice');
+my @warnings = ($stderr =~ /WARNING:  ordering statistics are full/g);
+is(scalar(@warnings), 1, 'the session is warned once');
+is( $node->safe_psql('postgres', q{
+	SELECT count(*), sum(gaps_escalated) FROM ordering.stats WHERE gaps_escalated > 0}),
+	'10|20', 'ten consumers are counted, twice each');
+$node->safe_psql('postgres', q{
+	SELECT ordering.stats_reset();
+	UPDATE ordering.gap_requests SET last_requested_at = '2000-01-01';
+	SELECT count(*) FROM ordering.sweep_gaps()});
+is( $node->safe_psql('postgres', q{
+	SELECT count(*) FROM ordering.stats WHERE gaps_escalated = 1}),
+	'10', 'after a reset there is room again');
 $node->stop;
 
 done_testing();
