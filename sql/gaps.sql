@@ -3,6 +3,10 @@
 -- Parked events are written directly (as the consumer functions would) with
 -- fixed, old parked_at values so the output is deterministic.
 \set VERBOSITY terse
+-- start from empty consumer tables, whatever earlier tests left
+DELETE FROM ordering.parked;
+DELETE FROM ordering.positions;
+DELETE FROM ordering.gap_requests;
 SET ordering.gap_deadline = '60s';
 SELECT ordering.gap_deadline();
 SELECT ordering.stats_reset();

@@ -1,6 +1,10 @@
 -- Statistics: ordering.stats, ordering.stream_stats, ordering.metrics() and
 -- ordering.stats_reset().  Counts are of committed work only.
 \set VERBOSITY terse
+-- start from empty consumer tables, whatever earlier tests left
+DELETE FROM ordering.parked;
+DELETE FROM ordering.positions;
+DELETE FROM ordering.gap_requests;
 SELECT ordering.stats_reset();
 SELECT count(*) FROM ordering.stats;
 SELECT count(*) FROM ordering.stream_stats;
