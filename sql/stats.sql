@@ -53,6 +53,12 @@ BEGIN;
 SELECT ordering.emit('s-5', 'e', '{}');
 PREPARE TRANSACTION 'stats_prepared';
 COMMIT PREPARED 'stats_prepared';
+-- a stream used only in a rolled-back savepoint does not show up
+BEGIN;
+SAVEPOINT x;
+SELECT ordering.next_sequence('rolled back', 'r');
+ROLLBACK TO SAVEPOINT x;
+COMMIT;
 -- ordering.outbox: 3 + 2 (savepoints two, three) + 1 (DO) = 6
 -- stats "stream": 3
 SELECT stream, sequences_assigned FROM ordering.stream_stats ORDER BY stream;

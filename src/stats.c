@@ -414,6 +414,7 @@ shared_entry(HTAB *hash, int max, Size entrysize, StatsKey *key,
 static void
 pending_publish(void)
 {
+	static const Counters zero_counters;
 	LWLockMode	mode = LW_SHARED;
 	bool		dropped = false;
 	int			i;
@@ -429,6 +430,9 @@ pending_publish(void)
 		memset(&total, 0, sizeof(total));
 		for (f = e->top; f != NULL; f = f->next)
 			add_counters(&total, &f->c);
+		/* all of it was in rolled-back savepoints: nothing to publish */
+		if (memcmp(&total, &zero_counters, sizeof(Counters)) == 0)
+			continue;
 
 		memset(&key, 0, sizeof(key));
 		key.dbid = MyDatabaseId;
