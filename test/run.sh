@@ -3,7 +3,8 @@
 # Runs every test of the extension: pg_regress, isolation specs and TAP.
 #
 #   bash test/run.sh            everything
-#   bash test/run.sh regress    only pg_regress (also: isolation, tap, lint)
+#   bash test/run.sh regress    only pg_regress (also: isolation, tap, lint,
+#                               valgrind: regress + isolation under memcheck)
 #
 # Works from any folder on a fresh Debian 12 machine as root: installs what is
 # missing, copies the source tree and a private copy of the PostgreSQL
@@ -32,6 +33,7 @@ failed=0
 for suite in $suites; do
 	case "$suite" in
 		lint) run=(bash "$here/test/lint.sh") ;;
+		valgrind) run=(bash "$here/test/valgrind.sh") ;;
 		regress|isolation|tap) run=(sandbox_make "installcheck-$suite") ;;
 		*) echo "unknown suite: $suite" >&2; exit 2 ;;
 	esac
