@@ -13,17 +13,19 @@ OBJS = \
 	src/ordering.o \
 	src/keyed.o \
 	src/producer.o \
+	src/consumer.o \
+	src/newer_only.o \
 	src/stats.o \
 	src/gaps.o \
 	src/worker.o
 
 DATA = sql/ordering--$(EXTVERSION).sql
 
-REGRESS = producer gaps stats
+REGRESS = producer consumer gaps stats
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
-ISOLATION = producer_order gaps_sweep
+ISOLATION = producer_order consumer_deliver consumer_apply consumer_newer_only gaps_sweep
 ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_isolation \
 	--temp-config=test/ordering.conf --load-extension=ordering
 

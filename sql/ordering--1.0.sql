@@ -290,7 +290,48 @@ COMMENT ON TABLE ordering.parked IS
     'Step events that arrived ahead of a missing predecessor, waiting durably until the gap fills';
 SELECT pg_catalog.pg_extension_config_dump('ordering.parked', '');
 
--- @CONSUMER_SQL@
+-- State consumers (apply only newer versions) and step consumers (park early
+-- events, drain in order).  All in C: see src/consumer.c for how each call
+-- is serialized per (consumer, resource) and src/newer_only.c for the
+-- trigger.  None is STRICT: a NULL argument raises SQLSTATE 22004 instead of
+-- silently returning NULL.
+
+CREATE FUNCTION ordering.apply_if_newer(consumer text, resource_id text, seq bigint)
+    RETURNS boolean
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_apply_if_newer';
+COMMENT ON FUNCTION ordering.apply_if_newer(text, text, bigint) IS
+    'State consumers: true when seq is above the consumer''s position (which becomes seq; apply the event in the same transaction), false for stale and duplicate events, which change nothing';
+
+CREATE FUNCTION ordering.newer_only() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'ordering_newer_only';
+COMMENT ON FUNCTION ordering.newer_only() IS
+    'BEFORE UPDATE FOR EACH ROW trigger for projection tables, arguments (version_column [, consumer]): skips every update whose new version is not greater than the stored one';
+
+-- An IN argument and a result column share the names seq and payload, which
+-- C functions may do (PL/pgSQL would refuse).
+CREATE FUNCTION ordering.deliver(consumer text, resource_id text, seq bigint, payload jsonb)
+    RETURNS TABLE (seq bigint, payload jsonb)
+    LANGUAGE c VOLATILE ROWS 1 AS 'MODULE_PATHNAME', 'ordering_deliver';
+COMMENT ON FUNCTION ordering.deliver(text, text, bigint, jsonb) IS
+    'Step consumers: the events to apply now, in order (this one and the parked run it continues); parks an early event, ignores stale and duplicate ones; all in the caller''s transaction';
+
+CREATE FUNCTION ordering.deliver(consumer text, resource_id text, seq bigint, payload jsonb,
+                                 handler regprocedure)
+    RETURNS integer
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_deliver_handler';
+COMMENT ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure) IS
+    'Step consumers: like deliver(consumer, resource_id, seq, payload), but calls handler(resource_id text, seq bigint, payload jsonb) for each ready event in order; returns how many ran';
+
+CREATE FUNCTION ordering.position(consumer text, resource_id text) RETURNS bigint
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_position';
+COMMENT ON FUNCTION ordering.position(text, text) IS
+    'The highest sequence number the consumer has applied for the resource; 0 if none';
+
+CREATE FUNCTION ordering.skip_gap(consumer text, resource_id text)
+    RETURNS TABLE (seq bigint, payload jsonb)
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_skip_gap';
+COMMENT ON FUNCTION ordering.skip_gap(text, text) IS
+    'Operator action: gives up on the events missing before the lowest parked one, moves the position past the gap and returns the parked events that then drain, in order';
 
 -------------------------------------------------------------------------------
 -- Gaps

@@ -87,6 +87,60 @@ RESET ROLE;
 DROP OWNED BY stats_nobody;
 DROP ROLE stats_nobody;
 
+-- Consumer statistics, hand-computed.  billing/r1 receives
+-- 3 1 2 2 7 5 5 4 6 7 40 1:
+--   3  parked (distance 3 - 0 = 3)
+--   1  applied
+--   2  applied, drains 3                  position 3
+--   2  stale
+--   7  parked (distance 7 - 3 = 4)
+--   5  parked (distance 2)
+--   5  duplicate (already parked)
+--   4  applied, drains 5                  position 5
+--   6  applied, drains 7                  position 7
+--   7  duplicate (equal to the position)
+--   40 parked (distance 33)
+--   1  stale
+-- consumed 12, applied 7 (1..7), stale 2, duplicate 2, parked 4, drained 3.
+-- billing/r2 receives 200 (parked, distance 200: the overflow bucket), then
+-- the gap is skipped: 200 drains (applied 1, drained 1).
+-- Histogram: distances 3, 4, 2, 33, 200 -> buckets (<=1, <=2, <=3, <=5,
+-- <=10, <=25, <=100, more) = 0,1,1,1,0,0,1,1; sum 242.
+-- ledger uses apply_if_newer: 1 applied, 3 applied, 2 stale, 3 duplicate.
+SELECT ordering.stats_reset();
+DO $$
+DECLARE
+    s bigint;
+BEGIN
+    FOREACH s IN ARRAY ARRAY[3, 1, 2, 2, 7, 5, 5, 4, 6, 7, 40, 1] LOOP
+        PERFORM count(*) FROM ordering.deliver('billing', 'r1', s, '{}');
+    END LOOP;
+END
+$$;
+SELECT * FROM ordering.deliver('billing', 'r2', 200, '{}');
+SELECT * FROM ordering.skip_gap('billing', 'r2');
+SELECT ordering.apply_if_newer('ledger', 'x', 1), ordering.apply_if_newer('ledger', 'x', 3);
+SELECT ordering.apply_if_newer('ledger', 'x', 2), ordering.apply_if_newer('ledger', 'x', 3);
+-- rolled back: not counted
+BEGIN;
+SELECT * FROM ordering.deliver('billing', 'r1', 41, '{}');
+SELECT ordering.apply_if_newer('ledger', 'x', 10);
+ROLLBACK;
+BEGIN;
+SAVEPOINT s;
+SELECT * FROM ordering.deliver('billing', 'r1', 42, '{}');
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT consumer, events_consumed, events_applied, events_stale,
+       events_duplicate, events_parked, events_drained, gaps_escalated,
+       parked_current, reorder_distance_buckets, reorder_distance_sum
+  FROM ordering.stats ORDER BY consumer;
+-- the same as a Prometheus histogram: cumulative, +Inf = _count
+SELECT line FROM regexp_split_to_table(ordering.metrics(), E'\n') AS line
+ WHERE line LIKE 'ordering_event_reorder_distance%billing%';
+DELETE FROM ordering.parked;
+DELETE FROM ordering.positions;
+
 SELECT ordering.stats_reset();
 SELECT count(*) FROM ordering.stream_stats;
 SELECT ordering.detach('stats_outbox');

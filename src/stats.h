@@ -13,6 +13,31 @@
 #ifndef ORDERING_STATS_H
 #define ORDERING_STATS_H
 
+/*
+ * What the consumer functions count (consumer.c, newer_only.c), per consumer:
+ *
+ * apply_if_newer(c, r, seq), position p before the call:
+ *	CONSUMED 1, and APPLIED 1 if seq > p, DUPLICATE 1 if seq = p, STALE 1 if
+ *	seq < p.
+ * deliver(c, r, seq, ...), position p before the call:
+ *	CONSUMED 1, and then one of
+ *	- seq < p: STALE 1; seq = p, or seq already parked: DUPLICATE 1;
+ *	- seq = p + 1: APPLIED n, where n is the number of events returned (or
+ *	  handed to the handler): this one plus the parked run it continues, and
+ *	  DRAINED n - 1 for those parked ones;
+ *	- seq > p + 1: PARKED 1, and reorder distance seq - p.
+ *	So CONSUMED = APPLIED - DRAINED + STALE + DUPLICATE + PARKED.
+ *	A delivery refused by the parking cap (SQLSTATE 54000) counts nothing.
+ * skip_gap(c, r): APPLIED n and DRAINED n for the n parked events it returns
+ *	(nothing is CONSUMED: no event is handed in).
+ * newer_only('version', c), for each UPDATE that reaches the trigger:
+ *	CONSUMED 1, and APPLIED 1 if the new version is greater (or the stored
+ *	one NULL), DUPLICATE 1 if equal, STALE 1 if smaller.  The first INSERT
+ *	of a row fires no UPDATE trigger and is not counted.
+ * Errors count nothing: every count is made after the decision, and pending
+ * counts of aborted work are never published.
+ */
+
 typedef enum OrderingEvent
 {
 	ORDERING_EVENT_CONSUMED,	/* any event handed to a consumer function */
