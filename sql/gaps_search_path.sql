@@ -14,7 +14,7 @@ CREATE TABLE evil.positions (LIKE ordering.positions);
 CREATE TABLE evil.gap_requests (LIKE ordering.gap_requests);
 CREATE FUNCTION evil.now() RETURNS timestamptz
     LANGUAGE sql AS $$ SELECT '2000-01-01 00:00:00+00'::pg_catalog.timestamptz $$;
-CREATE FUNCTION evil.row_to_json(record) RETURNS json
+CREATE FUNCTION evil.row_to_json(anyelement) RETURNS json
     LANGUAGE sql AS $$ SELECT '{"evil": true}'::pg_catalog.json $$;
 CREATE FUNCTION evil.replace(text, text, text) RETURNS text
     LANGUAGE sql AS $$ SELECT 'evil'::pg_catalog.text $$;
@@ -45,7 +45,7 @@ INSERT INTO ordering.positions VALUES ('c', 'r1', 1);
 INSERT INTO ordering.parked (consumer, resource_id, seq, payload, parked_at) VALUES
     ('c', 'r1', 4, '{}', '2020-01-01 00:00:00+00'),
     ('c', 'r1', 5, '{}', '2020-01-01 00:00:00+00'),
-    ('c', 'r2', 2, '{}', '2020-01-02 00:00:00+00');
+    ('c', 'r2', 2, '{}', '2020-01-01 00:00:00+00');
 
 -- a fresh session with the hostile schema first
 \c

@@ -145,3 +145,8 @@ SELECT ordering.stats_reset();
 SELECT count(*) FROM ordering.stream_stats;
 SELECT ordering.detach('stats_outbox');
 DROP TABLE stats_outbox;
+-- leave no counters or events behind for later tests
+DELETE FROM ordering.sequences WHERE stream = 'stats "stream"';
+DELETE FROM ordering.outbox WHERE resource_id LIKE 's-%';
+DELETE FROM ordering.sequences
+ WHERE stream = 'ordering.outbox' AND resource_id LIKE 's-%';
