@@ -15,15 +15,17 @@ OBJS = \
 	src/producer.o \
 	src/consumer.o \
 	src/newer_only.o \
-	src/stats.o
+	src/stats.o \
+	src/gaps.o \
+	src/worker.o
 
 DATA = sql/ordering--$(EXTVERSION).sql
 
-REGRESS = producer consumer search_path
+REGRESS = producer consumer gaps stats search_path gaps_search_path
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
-ISOLATION = producer_order consumer_deliver consumer_apply consumer_newer_only
+ISOLATION = producer_order consumer_deliver consumer_apply consumer_newer_only gaps_sweep
 ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_isolation \
 	--temp-config=test/ordering.conf --load-extension=ordering
 

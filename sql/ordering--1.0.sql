@@ -353,10 +353,200 @@ COMMENT ON TABLE ordering.gap_requests IS
     'One row per open gap older than ordering.gap_deadline: the missing range to ask the producer to republish';
 SELECT pg_catalog.pg_extension_config_dump('ordering.gap_requests', '');
 
--- @GAPS_SQL@
+-- The deadline as an interval, for SQL (the setting is in seconds).
+CREATE FUNCTION ordering.gap_deadline() RETURNS interval
+    LANGUAGE c STABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'ordering_gap_deadline_interval';
+COMMENT ON FUNCTION ordering.gap_deadline() IS
+    'The current ordering.gap_deadline setting as an interval';
+
+-- The gaps that have passed the deadline.  Starts from the parked_at index
+-- (events parked before now() - deadline), then looks at each such
+-- (consumer, resource) through the primary keys of ordering.parked and
+-- ordering.positions: its cost grows with the parked events past the
+-- deadline, never with the number of positions.  A pair whose lowest parked
+-- seq directly follows its position has no gap (it drains on the next
+-- delivery) and is not listed.
+CREATE VIEW ordering.open_gaps AS
+SELECT d.consumer,
+       d.resource_id,
+       COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1 AS missing_from,
+       agg.lowest OPERATOR(pg_catalog.-) 1 AS missing_to,
+       agg.parked_count,
+       agg.first_parked_at
+  FROM (SELECT DISTINCT p.consumer, p.resource_id
+          FROM ordering.parked p
+         WHERE p.parked_at OPERATOR(pg_catalog.<)
+               (pg_catalog.now() OPERATOR(pg_catalog.-) ordering.gap_deadline())) d
+ CROSS JOIN LATERAL (
+       SELECT pg_catalog.min(p.seq) AS lowest,
+              pg_catalog.count(*) AS parked_count,
+              pg_catalog.min(p.parked_at) AS first_parked_at
+         FROM ordering.parked p
+        WHERE p.consumer OPERATOR(pg_catalog.=) d.consumer
+          AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id) agg
+  LEFT JOIN ordering.positions pos
+    ON pos.consumer OPERATOR(pg_catalog.=) d.consumer
+   AND pos.resource_id OPERATOR(pg_catalog.=) d.resource_id
+ WHERE agg.lowest OPERATOR(pg_catalog.>)
+       (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1);
+COMMENT ON VIEW ordering.open_gaps IS
+    'Gaps whose oldest parked event is older than ordering.gap_deadline: the range missing before the lowest parked event';
+
+CREATE FUNCTION ordering.sweep_gaps() RETURNS SETOF ordering.gap_requests
+    LANGUAGE c VOLATILE
+    AS 'MODULE_PATHNAME', 'ordering_sweep_gaps';
+COMMENT ON FUNCTION ordering.sweep_gaps() IS
+    'One gap sweep: writes ordering.gap_requests for the gaps past the deadline (repeats back off exponentially), sends each emitted request as NOTIFY ordering_gap with the row as JSON, returns the emitted requests';
 
 -------------------------------------------------------------------------------
 -- Statistics
 -------------------------------------------------------------------------------
 
--- @STATS_SQL@
+-- The raw counters in shared memory (library preloaded only, else 55000).
+CREATE FUNCTION ordering.consumer_counters(
+    OUT consumer text,
+    OUT events_consumed bigint,
+    OUT events_applied bigint,
+    OUT events_stale bigint,
+    OUT events_duplicate bigint,
+    OUT events_parked bigint,
+    OUT events_drained bigint,
+    OUT gaps_escalated bigint,
+    OUT reorder_distance_buckets bigint[],
+    OUT reorder_distance_sum bigint)
+    RETURNS SETOF record
+    LANGUAGE c VOLATILE
+    AS 'MODULE_PATHNAME', 'ordering_consumer_counters';
+COMMENT ON FUNCTION ordering.consumer_counters() IS
+    'Committed-work counters of the consumers of the current database, from shared memory; use the view ordering.stats';
+
+CREATE FUNCTION ordering.stream_counters(OUT stream text, OUT sequences_assigned bigint)
+    RETURNS SETOF record
+    LANGUAGE c VOLATILE
+    AS 'MODULE_PATHNAME', 'ordering_stream_counters';
+COMMENT ON FUNCTION ordering.stream_counters() IS
+    'Sequence numbers assigned (and committed) per stream of the current database, from shared memory; use the view ordering.stream_stats';
+
+CREATE FUNCTION ordering.stats_reset_time() RETURNS timestamptz
+    LANGUAGE c VOLATILE
+    AS 'MODULE_PATHNAME', 'ordering_stats_reset_time';
+COMMENT ON FUNCTION ordering.stats_reset_time() IS
+    'Since when the statistics count: the last ordering.stats_reset() or the server start';
+
+CREATE FUNCTION ordering.stats_reset() RETURNS void
+    LANGUAGE c VOLATILE
+    AS 'MODULE_PATHNAME', 'ordering_stats_reset';
+COMMENT ON FUNCTION ordering.stats_reset() IS
+    'Forgets all counters of ordering.stats and ordering.stream_stats, of every database of the cluster';
+-- Resetting erases the history every dashboard and alert of every database
+-- relies on (rates jump, counters restart): an operator's decision, so not
+-- granted to PUBLIC, as pg_stat_statements_reset().
+REVOKE EXECUTE ON FUNCTION ordering.stats_reset() FROM PUBLIC;
+
+-- parked_current is counted from ordering.parked, so it is exact and
+-- survives restarts; the counters come from shared memory.  A consumer shows
+-- up once it has counted committed work or has parked events.
+CREATE VIEW ordering.stats AS
+SELECT COALESCE(c.consumer, p.consumer) AS consumer,
+       COALESCE(c.events_consumed, 0) AS events_consumed,
+       COALESCE(c.events_applied, 0) AS events_applied,
+       COALESCE(c.events_stale, 0) AS events_stale,
+       COALESCE(c.events_duplicate, 0) AS events_duplicate,
+       COALESCE(c.events_parked, 0) AS events_parked,
+       COALESCE(c.events_drained, 0) AS events_drained,
+       COALESCE(c.gaps_escalated, 0) AS gaps_escalated,
+       COALESCE(p.parked_current, 0) AS parked_current,
+       COALESCE(c.reorder_distance_buckets,
+                '{0,0,0,0,0,0,0,0}'::pg_catalog.int8[]) AS reorder_distance_buckets,
+       '{1,2,3,5,10,25,100,NULL}'::pg_catalog.int8[] AS reorder_distance_bounds,
+       r.stats_reset,
+       COALESCE(c.reorder_distance_sum, 0) AS reorder_distance_sum
+  FROM (SELECT cc.consumer COLLATE "C" AS consumer, cc.events_consumed,
+               cc.events_applied, cc.events_stale, cc.events_duplicate,
+               cc.events_parked, cc.events_drained, cc.gaps_escalated,
+               cc.reorder_distance_buckets, cc.reorder_distance_sum
+          FROM ordering.consumer_counters() cc) c
+  FULL JOIN (SELECT pk.consumer, pg_catalog.count(*) AS parked_current
+               FROM ordering.parked pk
+              GROUP BY pk.consumer) p
+    ON c.consumer OPERATOR(pg_catalog.=) p.consumer
+ CROSS JOIN (SELECT ordering.stats_reset_time() AS stats_reset) r;
+COMMENT ON VIEW ordering.stats IS
+    'One row per consumer of the current database: committed-work counters, events parked now, and the reorder-distance histogram (bucket i counts distances <= bound i and > bound i-1; the last bound, NULL, is the overflow)';
+
+CREATE VIEW ordering.stream_stats AS
+SELECT s.stream, s.sequences_assigned, r.stats_reset
+  FROM ordering.stream_counters() s
+ CROSS JOIN (SELECT ordering.stats_reset_time() AS stats_reset) r;
+COMMENT ON VIEW ordering.stream_stats IS
+    'One row per stream of the current database: sequence numbers assigned by committed transactions';
+
+CREATE FUNCTION ordering.metric_label_value(value text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+    SELECT replace(replace(replace($1, E'\\', E'\\\\'), '"', E'\\"'), E'\n', E'\\n')
+    $$;
+COMMENT ON FUNCTION ordering.metric_label_value(text) IS
+    'Escapes a Prometheus label value: backslash, double quote and newline';
+
+CREATE FUNCTION ordering.metrics() RETURNS text
+    LANGUAGE sql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+WITH s AS MATERIALIZED (
+    SELECT st.consumer, st.reorder_distance_buckets, st.reorder_distance_bounds,
+           st.reorder_distance_sum, to_jsonb(st) AS j,
+           'consumer="' || ordering.metric_label_value(st.consumer) || '"' AS label
+      FROM ordering.stats st
+), fam(ord, name, kind, help, col) AS (VALUES
+    (1, 'ordering_events_consumed_total', 'counter', 'Events handed to a consumer function.', 'events_consumed'),
+    (2, 'ordering_events_applied_total', 'counter', 'Events applied when they arrived.', 'events_applied'),
+    (3, 'ordering_events_stale_total', 'counter', 'Events ignored because a newer one was applied.', 'events_stale'),
+    (4, 'ordering_events_duplicate_total', 'counter', 'Events ignored because they were applied or parked already.', 'events_duplicate'),
+    (5, 'ordering_events_parked_total', 'counter', 'Early events parked to wait for a predecessor.', 'events_parked'),
+    (6, 'ordering_events_drained_total', 'counter', 'Parked events applied once their gap filled.', 'events_drained'),
+    (7, 'ordering_event_gaps_escalated_total', 'counter', 'Gap requests emitted after the deadline, first and repeated.', 'gaps_escalated'),
+    (8, 'ordering_events_parked_current', 'gauge', 'Events parked now.', 'parked_current')
+), lines(ord, sub, name, i, line) AS (
+    SELECT f.ord, 0, '', 0, '# HELP ' || f.name || ' ' || f.help FROM fam f
+    UNION ALL
+    SELECT f.ord, 1, '', 0, '# TYPE ' || f.name || ' ' || f.kind FROM fam f
+    UNION ALL
+    SELECT f.ord, 2, s.consumer, 0, f.name || '{' || s.label || '} ' || (s.j ->> f.col)
+      FROM fam f CROSS JOIN s
+    UNION ALL
+    SELECT 9, 0, '', 0, '# HELP ordering_event_reorder_distance How far ahead of the position early events arrived (seq - position).'
+    UNION ALL
+    SELECT 9, 1, '', 0, '# TYPE ordering_event_reorder_distance histogram'
+    UNION ALL
+    SELECT 9, 2, s.consumer, b.i::integer,
+           'ordering_event_reorder_distance_bucket{' || s.label || ',le="'
+           || COALESCE(b.bound::text, '+Inf') || '"} '
+           || (SELECT sum(x) FROM unnest(s.reorder_distance_buckets[1:b.i]) x)::bigint
+      FROM s CROSS JOIN unnest(s.reorder_distance_bounds) WITH ORDINALITY b(bound, i)
+    UNION ALL
+    SELECT 9, 2, s.consumer, 100,
+           'ordering_event_reorder_distance_sum{' || s.label || '} ' || s.reorder_distance_sum
+      FROM s
+    UNION ALL
+    SELECT 9, 2, s.consumer, 101,
+           'ordering_event_reorder_distance_count{' || s.label || '} '
+           || (SELECT sum(x) FROM unnest(s.reorder_distance_buckets) x)::bigint
+      FROM s
+    UNION ALL
+    SELECT 10, 0, '', 0, '# HELP ordering_sequences_assigned_total Sequence numbers assigned by committed transactions.'
+    UNION ALL
+    SELECT 10, 1, '', 0, '# TYPE ordering_sequences_assigned_total counter'
+    UNION ALL
+    SELECT 10, 2, ss.stream, 0,
+           'ordering_sequences_assigned_total{stream="' || ordering.metric_label_value(ss.stream)
+           || '"} ' || ss.sequences_assigned
+      FROM ordering.stream_stats ss
+)
+SELECT string_agg(l.line, E'\n' ORDER BY l.ord, l.sub, l.name COLLATE "C", l.i) || E'\n'
+  FROM lines l
+$$;
+COMMENT ON FUNCTION ordering.metrics() IS
+    'The statistics of the current database in the Prometheus text exposition format';

@@ -26,6 +26,9 @@ int			ordering_gap_deadline = 300;
 int			ordering_sweep_interval = 60;
 char	   *ordering_sweep_databases = NULL;
 int			ordering_max_parked_per_resource = 10000;
+int			ordering_max_consumers = 1000;
+int			ordering_max_streams = 1000;
+char	   *ordering_sweep_role = NULL;
 bool		ordering_preloaded = false;
 
 void		_PG_init(void);
@@ -72,6 +75,40 @@ define_settings(void)
 							0,
 							NULL, NULL, NULL);
 
+	DefineCustomStringVariable("ordering.sweep_role",
+							   gettext_noop("Role the background worker sweeps as; empty means the bootstrap superuser."),
+							   NULL,
+							   &ordering_sweep_role,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+
+	/*
+	 * Sizes of the shared statistics: they exist only when preloaded, and
+	 * PGC_POSTMASTER settings can only be defined then.
+	 */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		DefineCustomIntVariable("ordering.max_consumers",
+								gettext_noop("Most consumers (of all databases) the shared statistics keep."),
+								gettext_noop("Counts of further consumers are lost until ordering.stats_reset()."),
+								&ordering_max_consumers,
+								1000, 10, 100000,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
+
+		DefineCustomIntVariable("ordering.max_streams",
+								gettext_noop("Most streams (of all databases) the shared statistics keep."),
+								gettext_noop("Counts of further streams are lost until ordering.stats_reset()."),
+								&ordering_max_streams,
+								1000, 10, 100000,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
+	}
+
 	MarkGUCPrefixReserved("ordering");
 }
 
@@ -85,4 +122,6 @@ _PG_init(void)
 
 	define_settings();
 	ordering_stats_init();
+	if (ordering_preloaded)
+		ordering_worker_register();
 }

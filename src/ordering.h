@@ -13,8 +13,14 @@ extern int	ordering_gap_deadline;	/* seconds */
 extern int	ordering_sweep_interval;	/* seconds */
 extern char *ordering_sweep_databases;
 extern int	ordering_max_parked_per_resource;
+extern int	ordering_max_consumers;
+extern int	ordering_max_streams;
+extern char *ordering_sweep_role;
 
 /* True when loaded through shared_preload_libraries */
 extern bool ordering_preloaded;
+
+/* Registers the background worker launcher; worker.c */
+extern void ordering_worker_register(void);
 
 #endif							/* ORDERING_H */

@@ -5,7 +5,8 @@
  *
  * Callers report what happened as it happens; the statistics code keeps it
  * pending in backend memory and publishes it at commit only, so work that is
- * rolled back is never counted.
+ * rolled back is never counted.  Without shared_preload_libraries the hooks
+ * are cheap no-ops.
  *
  *-------------------------------------------------------------------------
  */
@@ -48,6 +49,20 @@ typedef enum OrderingEvent
 	ORDERING_EVENT_GAP_ESCALATED,	/* a gap passed the deadline */
 	ORDERING_NUM_EVENTS
 } OrderingEvent;
+
+/*
+ * Reorder-distance histogram: upper bounds of the buckets; one more bucket
+ * counts everything above the last bound.
+ */
+#define ORDERING_DISTANCE_BOUNDS	{1, 2, 3, 5, 10, 25, 100}
+#define ORDERING_NUM_BOUNDS			7
+#define ORDERING_NUM_BUCKETS		(ORDERING_NUM_BOUNDS + 1)
+
+/*
+ * Consumer and stream names are kept up to this many bytes (including the
+ * terminating zero); longer names are cut at a character boundary.
+ */
+#define ORDERING_STATS_NAME_LEN		128
 
 /* Called from _PG_init: request shared memory when preloaded. */
 extern void ordering_stats_init(void);

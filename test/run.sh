@@ -58,6 +58,7 @@ run_demo_suite() {
 }
 
 ensure_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl \
+	prometheus-postgres-exporter \
 	make gcc libc6-dev
 sandbox_create "$here"
 trap sandbox_destroy EXIT

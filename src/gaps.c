@@ -1,0 +1,198 @@
+/*-------------------------------------------------------------------------
+ *
+ * gaps.c
+ *	  Gap escalation: ordering.sweep_gaps() and ordering.gap_deadline().
+ *
+ * A gap is open when a (consumer, resource) has parked events whose lowest
+ * seq is above position + 1.  The view ordering.open_gaps lists the gaps
+ * whose oldest parked event is older than ordering.gap_deadline; it starts
+ * from the parked_at index and looks up each pair by primary key, so its
+ * cost grows with the parked events past the deadline, never with the
+ * number of positions.  A sweep turns that list into ordering.gap_requests:
+ *
+ *	- a gap without a request gets one (attempts = 1) and is emitted;
+ *	- a gap with a request is emitted again (attempts + 1) once
+ *	  now() >= last_requested_at + gap_deadline * 2^(min(attempts, 7) - 1),
+ *	  i.e. after 1, 2, 4, ... and at most 64 deadlines; otherwise only its
+ *	  range and counts are refreshed;
+ *	- a request whose gap is no longer open (filled, skipped, or nothing
+ *	  parked past the deadline any more) is deleted: a safety net behind
+ *	  the consumer functions, which delete it themselves.
+ *
+ * Each emitted request is sent as NOTIFY ordering_gap with the row as JSON,
+ * counted as GAP_ESCALATED for its consumer (every emission, first or
+ * repeated), and returned.
+ *
+ * Locking: a sweep takes SHARE UPDATE EXCLUSIVE on ordering.gap_requests,
+ * which conflicts with itself only among the locks consumers take (they
+ * take ROW EXCLUSIVE to delete requests), so two sweeps of one database
+ * (the worker and a manual call) run one after the other and never emit the
+ * same request twice, while consumers never wait for a sweep.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "ordering.h"
+#include "stats.h"
+
+PG_FUNCTION_INFO_V1(ordering_sweep_gaps);
+PG_FUNCTION_INFO_V1(ordering_gap_deadline_interval);
+
+/* columns of ordering.gap_requests, then the JSON payload */
+#define GAP_REQUEST_NATTS	9
+
+static const char *const lock_sql =
+"LOCK TABLE ordering.gap_requests IN SHARE UPDATE EXCLUSIVE MODE";
+
+/*
+ * $1: the deadline in seconds.  "gap" is the list of open gaps with whether
+ * to emit each; "cleaned" deletes the requests of gaps no longer open;
+ * "upsert" writes the requests (EXCLUDED.attempts is 1 to emit, 0 to only
+ * refresh).  Returns the emitted requests with their JSON.
+ */
+static const char *const sweep_sql =
+"WITH gap AS MATERIALIZED ("
+"  SELECT o.consumer, o.resource_id, o.missing_from, o.missing_to,"
+"         o.parked_count, o.first_parked_at,"
+"         (r.consumer IS NULL OR pg_catalog.now() OPERATOR(pg_catalog.>=)"
+"            (r.last_requested_at OPERATOR(pg_catalog.+) pg_catalog.make_interval("
+"              secs => $1 OPERATOR(pg_catalog.*) pg_catalog.power(2.0::pg_catalog.float8,"
+"                (LEAST(r.attempts, 7) OPERATOR(pg_catalog.-) 1)::pg_catalog.float8))))"
+"           AS emit"
+"    FROM ordering.open_gaps o"
+"    LEFT JOIN ordering.gap_requests r"
+"      ON r.consumer OPERATOR(pg_catalog.=) o.consumer"
+"     AND r.resource_id OPERATOR(pg_catalog.=) o.resource_id"
+"), cleaned AS ("
+"  DELETE FROM ordering.gap_requests r"
+"   WHERE NOT EXISTS (SELECT FROM gap"
+"                      WHERE gap.consumer OPERATOR(pg_catalog.=) r.consumer"
+"                        AND gap.resource_id OPERATOR(pg_catalog.=) r.resource_id)"
+"), upsert AS ("
+"  INSERT INTO ordering.gap_requests AS g"
+"         (consumer, resource_id, missing_from, missing_to, parked_count,"
+"          first_parked_at, detected_at, last_requested_at, attempts)"
+"  SELECT gap.consumer, gap.resource_id, gap.missing_from, gap.missing_to,"
+"         gap.parked_count, gap.first_parked_at, pg_catalog.now(), pg_catalog.now(),"
+"         CASE WHEN gap.emit THEN 1 ELSE 0 END"
+"    FROM gap"
+"  ON CONFLICT (consumer, resource_id) DO UPDATE"
+"     SET missing_from = EXCLUDED.missing_from,"
+"         missing_to = EXCLUDED.missing_to,"
+"         parked_count = EXCLUDED.parked_count,"
+"         first_parked_at = EXCLUDED.first_parked_at,"
+"         last_requested_at = CASE WHEN EXCLUDED.attempts OPERATOR(pg_catalog.=) 1"
+"                                  THEN pg_catalog.now() ELSE g.last_requested_at END,"
+"         attempts = g.attempts OPERATOR(pg_catalog.+) EXCLUDED.attempts"
+"  RETURNING g.*"
+")"
+" SELECT u.consumer, u.resource_id, u.missing_from, u.missing_to, u.parked_count,"
+"        u.first_parked_at, u.detected_at, u.last_requested_at, u.attempts,"
+"        pg_catalog.row_to_json(u)::pg_catalog.text"
+"   FROM upsert u"
+"   JOIN gap ON gap.consumer OPERATOR(pg_catalog.=) u.consumer"
+"           AND gap.resource_id OPERATOR(pg_catalog.=) u.resource_id"
+"  WHERE gap.emit"
+"  ORDER BY u.consumer, u.resource_id";
+
+static SPIPlanPtr lock_plan = NULL;
+static SPIPlanPtr sweep_plan = NULL;
+
+/*
+ * Prepare a statement once per backend.
+ */
+static SPIPlanPtr
+prepare_once(SPIPlanPtr *plan, const char *sql, int nargs, Oid *argtypes)
+{
+	if (*plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(sql, nargs, argtypes);
+
+		if (p == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+				 sql, SPI_result_code_string(SPI_result));
+		SPI_keepplan(p);
+		*plan = p;
+	}
+	return *plan;
+}
+
+/*
+ * ordering.sweep_gaps() returns setof ordering.gap_requests
+ */
+Datum
+ordering_sweep_gaps(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			argtypes[1] = {FLOAT8OID};
+	Datum		args[1];
+	int			ret;
+	uint64		i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != GAP_REQUEST_NATTS)
+		elog(ERROR, "ordering.gap_requests has %d columns, expected %d",
+			 rsinfo->setDesc->natts, GAP_REQUEST_NATTS);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	ret = SPI_execute_plan(prepare_once(&lock_plan, lock_sql, 0, NULL),
+						   NULL, NULL, false, 0);
+	if (ret != SPI_OK_UTILITY)
+		elog(ERROR, "locking ordering.gap_requests failed: %s",
+			 SPI_result_code_string(ret));
+
+	args[0] = Float8GetDatum((double) ordering_gap_deadline);
+	ret = SPI_execute_plan(prepare_once(&sweep_plan, sweep_sql, 1, argtypes),
+						   args, NULL, false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "gap sweep failed: %s", SPI_result_code_string(ret));
+
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		Datum		values[GAP_REQUEST_NATTS];
+		bool		nulls[GAP_REQUEST_NATTS];
+		bool		isnull;
+		char	   *consumer;
+		char	   *payload;
+		int			col;
+
+		for (col = 0; col < GAP_REQUEST_NATTS; col++)
+			values[col] = SPI_getbinval(tuple, desc, col + 1, &nulls[col]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+
+		consumer = TextDatumGetCString(values[0]);
+		payload = TextDatumGetCString(SPI_getbinval(tuple, desc,
+													GAP_REQUEST_NATTS + 1,
+													&isnull));
+		Async_Notify("ordering_gap", payload);
+		ordering_stats_count(consumer, ORDERING_EVENT_GAP_ESCALATED, 1);
+	}
+
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * ordering.gap_deadline() returns interval: the current ordering.gap_deadline.
+ */
+Datum
+ordering_gap_deadline_interval(PG_FUNCTION_ARGS)
+{
+	Interval   *result = palloc0(sizeof(Interval));
+
+	result->time = (int64) ordering_gap_deadline * USECS_PER_SEC;
+	PG_RETURN_INTERVAL_P(result);
+}
