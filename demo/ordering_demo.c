@@ -1473,8 +1473,8 @@ check(PGconn *cc, const char *what, const char *sql)
 	long		bad = query_long(cc, sql);
 	bool		ok = bad == 0;
 
-	printf("  %s  %-66s %s\n", ok ? "PASS" : "FAIL", what,
-		   ok ? "" : (bad < 0 ? "(query failed)" : ""));
+	printf("  %s  %s%s\n", ok ? "PASS" : "FAIL", what,
+		   bad < 0 ? " (query failed)" : "");
 	if (!ok && bad > 0)
 		printf("        %ld offending rows\n", bad);
 	return ok;
