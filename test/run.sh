@@ -19,7 +19,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=test/lib.sh
 . "$here/test/lib.sh"
 
-suites=${*:-lint regress isolation tap}
+suites=${*:-lint regress isolation tap valgrind}
 
 ensure_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl \
 	prometheus-postgres-exporter \
