@@ -550,3 +550,99 @@ SELECT string_agg(l.line, E'\n' ORDER BY l.ord, l.sub, l.name COLLATE "C", l.i) 
 $$;
 COMMENT ON FUNCTION ordering.metrics() IS
     'The statistics of the current database in the Prometheus text exposition format';
+
+-------------------------------------------------------------------------------
+-- Privileges
+-------------------------------------------------------------------------------
+
+-- The C functions read and write the extension's tables below the executor,
+-- where no table privilege is checked: the right to EXECUTE a function is
+-- the permission.  So nothing is granted to PUBLIC; the grant_* functions
+-- below hand out the sets a producer, a consumer, an operator and a
+-- monitoring role need (see README, "Privileges").  Trigger functions need
+-- EXECUTE only to create a trigger, never to fire it.
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA ordering FROM PUBLIC;
+
+CREATE FUNCTION ordering.grant_producer(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA ordering TO %s', role);
+    EXECUTE pg_catalog.format(
+        'GRANT EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
+        'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
+        'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
+        'ordering.sequence_trigger(), ordering.claim_unpublished(integer), '
+        'ordering.mark_published(bigint[]), ordering.republish(text, bigint, bigint), '
+        'ordering.purge_published(interval) TO %s', role);
+    -- the outbox is written by plain SQL (emit, relays, retention)
+    EXECUTE pg_catalog.format(
+        'GRANT SELECT, INSERT, UPDATE, DELETE ON ordering.outbox TO %s', role);
+    EXECUTE pg_catalog.format('GRANT SELECT ON ordering.sequences TO %s', role);
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_producer(regrole) IS
+    'Grants what a producer and its relays need: emit, next/last_sequence, attach/detach, the relay functions and the outbox';
+
+CREATE FUNCTION ordering.grant_consumer(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA ordering TO %s', role);
+    EXECUTE pg_catalog.format(
+        'GRANT EXECUTE ON FUNCTION ordering.apply_if_newer(text, text, bigint), '
+        'ordering.deliver(text, text, bigint, jsonb), '
+        'ordering.deliver(text, text, bigint, jsonb, regprocedure), '
+        'ordering.position(text, text), ordering.newer_only() TO %s', role);
+    -- deliver() settles gap requests with plain SQL, and parks with plain
+    -- SQL when ordering.parked has been given triggers or extra indexes
+    EXECUTE pg_catalog.format(
+        'GRANT SELECT ON ordering.positions, ordering.gap_requests TO %s', role);
+    EXECUTE pg_catalog.format(
+        'GRANT SELECT, INSERT, DELETE ON ordering.parked TO %s', role);
+    EXECUTE pg_catalog.format('GRANT DELETE ON ordering.gap_requests TO %s', role);
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_consumer(regrole) IS
+    'Grants what a consumer needs: apply_if_newer, deliver, position, the newer_only trigger, and read access to its state';
+
+CREATE FUNCTION ordering.grant_monitor(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA ordering TO %s', role);
+    EXECUTE pg_catalog.format(
+        'GRANT EXECUTE ON FUNCTION ordering.metrics(), ordering.metric_label_value(text), '
+        'ordering.consumer_counters(), ordering.stream_counters(), '
+        'ordering.stats_reset_time(), ordering.gap_deadline() TO %s', role);
+    EXECUTE pg_catalog.format(
+        'GRANT SELECT ON ordering.stats, ordering.stream_stats, ordering.open_gaps, '
+        'ordering.gap_requests TO %s', role);
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_monitor(regrole) IS
+    'Grants read-only access to the statistics, ordering.metrics() and the open gaps (for dashboards and exporters)';
+
+CREATE FUNCTION ordering.grant_operator(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_consumer(role);
+    PERFORM ordering.grant_monitor(role);
+    EXECUTE pg_catalog.format(
+        'GRANT EXECUTE ON FUNCTION ordering.skip_gap(text, text), '
+        'ordering.sweep_gaps(), ordering.stats_reset() TO %s', role);
+    EXECUTE pg_catalog.format(
+        'GRANT SELECT, INSERT, UPDATE, DELETE ON ordering.gap_requests TO %s', role);
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_operator(regrole) IS
+    'Grants what an operator (and the gap-sweeper role) needs: the consumer and monitoring sets plus skip_gap, sweep_gaps and stats_reset';
+
+-- Granting is for the extension's owner (or a superuser) to do.
+REVOKE EXECUTE ON FUNCTION ordering.grant_producer(regrole), ordering.grant_consumer(regrole),
+    ordering.grant_monitor(regrole), ordering.grant_operator(regrole) FROM PUBLIC;

@@ -19,7 +19,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=test/lib.sh
 . "$here/test/lib.sh"
 
-suites=${*:-lint regress isolation tap demo}
+suites=${*:-lint regress isolation tap valgrind demo}
 
 # The demo suite: the end-to-end demo in a small configuration, over the
 # in-process transport (billing with apply_if_newer) and over a private

@@ -1,0 +1,163 @@
+-- Privilege model: nothing for PUBLIC; grant_producer, grant_consumer,
+-- grant_monitor and grant_operator hand out exactly what each role needs.
+\set VERBOSITY terse
+
+CREATE ROLE regress_nobody;
+CREATE ROLE regress_producer;
+CREATE ROLE regress_consumer;
+CREATE ROLE regress_monitor;
+CREATE ROLE regress_operator;
+SELECT ordering.grant_producer('regress_producer');
+SELECT ordering.grant_consumer('regress_consumer');
+SELECT ordering.grant_monitor('regress_monitor');
+SELECT ordering.grant_operator('regress_operator');
+GRANT CREATE ON SCHEMA public TO regress_producer;
+
+-- Some state to protect.
+SELECT ordering.emit('priv-1', 'e', '{}');
+SELECT ordering.apply_if_newer('priv', 'r', 5);
+SELECT * FROM ordering.deliver('priv', 'r2', 3, '{}');
+CREATE TEMP TABLE before AS
+SELECT (SELECT count(*) FROM ordering.sequences) AS sequences,
+       (SELECT sum(last_seq) FROM ordering.sequences) AS seq_sum,
+       (SELECT count(*) FROM ordering.outbox) AS outbox,
+       (SELECT sum(position) FROM ordering.positions) AS pos_sum,
+       (SELECT count(*) FROM ordering.parked) AS parked,
+       (SELECT count(*) FROM ordering.gap_requests) AS requests;
+GRANT SELECT ON before TO PUBLIC;
+
+-- A role with no grants can neither read nor change anything.
+SET ROLE regress_nobody;
+SELECT count(*) FROM ordering.sequences;
+\echo :SQLSTATE
+SELECT count(*) FROM ordering.positions;
+\echo :SQLSTATE
+SELECT count(*) FROM ordering.parked;
+\echo :SQLSTATE
+SELECT count(*) FROM ordering.gap_requests;
+\echo :SQLSTATE
+SELECT count(*) FROM ordering.outbox;
+\echo :SQLSTATE
+SELECT ordering.emit('priv-1', 'e', '{}');
+\echo :SQLSTATE
+SELECT ordering.next_sequence('ordering.outbox', 'priv-1');
+\echo :SQLSTATE
+SELECT ordering.last_sequence('ordering.outbox', 'priv-1');
+\echo :SQLSTATE
+SELECT ordering.apply_if_newer('priv', 'r', 9);
+\echo :SQLSTATE
+SELECT * FROM ordering.deliver('priv', 'r2', 1, '{}');
+\echo :SQLSTATE
+SELECT ordering.position('priv', 'r');
+\echo :SQLSTATE
+SELECT * FROM ordering.skip_gap('priv', 'r2');
+\echo :SQLSTATE
+SELECT ordering.sweep_gaps();
+\echo :SQLSTATE
+SELECT ordering.stats_reset();
+\echo :SQLSTATE
+SELECT ordering.metrics() IS NOT NULL;
+\echo :SQLSTATE
+SELECT ordering.grant_operator('regress_nobody');
+\echo :SQLSTATE
+RESET ROLE;
+
+-- Even with USAGE on the schema, PUBLIC may execute nothing: the C
+-- functions check no table privilege, so EXECUTE is the permission.
+GRANT USAGE ON SCHEMA ordering TO regress_nobody;
+SET ROLE regress_nobody;
+SELECT ordering.next_sequence('ordering.outbox', 'priv-1');
+\echo :SQLSTATE
+SELECT ordering.apply_if_newer('priv', 'r', 9);
+\echo :SQLSTATE
+SELECT * FROM ordering.deliver('priv', 'r2', 1, '{}');
+\echo :SQLSTATE
+SELECT * FROM ordering.skip_gap('priv', 'r2');
+\echo :SQLSTATE
+SELECT count(*) FROM ordering.positions;
+\echo :SQLSTATE
+SELECT count(*) FROM ordering.stats;
+\echo :SQLSTATE
+SELECT ordering.grant_operator('regress_nobody');
+\echo :SQLSTATE
+RESET ROLE;
+REVOKE USAGE ON SCHEMA ordering FROM regress_nobody;
+
+-- A consumer consumes, but cannot touch producer counters or operate.
+SET ROLE regress_consumer;
+SELECT ordering.apply_if_newer('priv', 'r', 6);
+SELECT * FROM ordering.deliver('priv', 'r2', 1, '{"a": 1}');
+SELECT ordering.position('priv', 'r'), ordering.position('priv', 'r2');
+SELECT count(*) FROM ordering.parked WHERE consumer = 'priv';
+SELECT ordering.next_sequence('ordering.outbox', 'priv-1');
+\echo :SQLSTATE
+SELECT ordering.emit('priv-1', 'e', '{}');
+\echo :SQLSTATE
+SELECT count(*) FROM ordering.sequences;
+\echo :SQLSTATE
+UPDATE ordering.positions SET position = 0;
+\echo :SQLSTATE
+SELECT * FROM ordering.skip_gap('priv', 'r2');
+\echo :SQLSTATE
+SELECT ordering.stats_reset();
+\echo :SQLSTATE
+RESET ROLE;
+
+-- A producer produces and relays, but cannot consume or operate.
+SET ROLE regress_producer;
+SELECT ordering.emit('priv-1', 'e', '{}');
+SELECT ordering.next_sequence('custom', 'priv-1'), ordering.last_sequence('ordering.outbox', 'priv-1');
+SELECT count(*) FROM ordering.claim_unpublished(10) WHERE resource_id = 'priv-1';
+SELECT ordering.republish('priv-1', 1);
+CREATE TABLE producer_events (r text, s bigint);
+SELECT ordering.attach('producer_events', 'r', 's');
+INSERT INTO producer_events (r) VALUES ('x'), ('x');
+SELECT r, s FROM producer_events ORDER BY s;
+SELECT ordering.apply_if_newer('priv', 'r', 99);
+\echo :SQLSTATE
+SELECT count(*) FROM ordering.positions;
+\echo :SQLSTATE
+UPDATE ordering.sequences SET last_seq = 0;
+\echo :SQLSTATE
+SELECT ordering.stats_reset();
+\echo :SQLSTATE
+SELECT ordering.detach('producer_events');
+DROP TABLE producer_events;
+RESET ROLE;
+
+-- A monitor reads statistics and metrics, and changes nothing.
+SET ROLE regress_monitor;
+SELECT count(*) >= 1 AS has_rows FROM ordering.stats WHERE consumer = 'priv';
+SELECT ordering.metrics() LIKE '%ordering_events_consumed_total{consumer="priv"}%' AS metric;
+SELECT count(*) FROM ordering.open_gaps WHERE consumer = 'priv';
+SELECT ordering.apply_if_newer('priv', 'r', 99);
+\echo :SQLSTATE
+SELECT ordering.sweep_gaps();
+\echo :SQLSTATE
+SELECT ordering.stats_reset();
+\echo :SQLSTATE
+RESET ROLE;
+
+-- An operator may skip a gap, sweep and reset.
+SET ROLE regress_operator;
+SELECT * FROM ordering.skip_gap('priv', 'r2');
+SELECT count(*) FROM ordering.sweep_gaps();
+SELECT ordering.next_sequence('ordering.outbox', 'priv-1');
+\echo :SQLSTATE
+RESET ROLE;
+
+-- What the refused calls left: only the granted ones changed anything.
+SELECT (SELECT sum(last_seq) FROM ordering.sequences) - seq_sum AS seqs_added,
+       (SELECT count(*) FROM ordering.outbox) - outbox AS rows_added,
+       (SELECT sum(position) FROM ordering.positions) - pos_sum AS positions_moved,
+       (SELECT count(*) FROM ordering.parked) - parked AS parked_delta
+  FROM before;
+
+-- Clean up.
+DELETE FROM ordering.outbox WHERE resource_id = 'priv-1';
+DELETE FROM ordering.sequences WHERE resource_id IN ('priv-1', 'x');
+DELETE FROM ordering.positions WHERE consumer = 'priv';
+DELETE FROM ordering.parked WHERE consumer = 'priv';
+DROP TABLE before;
+DROP OWNED BY regress_nobody, regress_producer, regress_consumer, regress_monitor, regress_operator;
+DROP ROLE regress_nobody, regress_producer, regress_consumer, regress_monitor, regress_operator;
