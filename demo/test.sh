@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 #
 # The demo suite of test/run.sh: the end-to-end demo in a small
-# configuration, over the
-# in-process transport (billing with apply_if_newer) and over a private
-# RabbitMQ (billing with the newer_only trigger; demo/run.sh starts and
+# configuration, over the in-process transport (billing with apply_if_newer)
+# and over a private RabbitMQ (billing with the newer_only trigger; demo/run.sh starts and
 # stops its own server and broker); fails if a verification fails.  A third
 # run uses consumers without the extension and must fail the same checks,
 # so they are shown not to be vacuous.
