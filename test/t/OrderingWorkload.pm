@@ -81,7 +81,7 @@ SELECT consume_one() AS got \gset
 \endif
 });
 	return { node => $node, dir => $dir, relayed => 0, duplicated => 0, lost => 0,
-		republished => 0, answered => {} };
+		republished => 0, answered => {}, cdb => 'consumerdb' };
 }
 
 # Start pgbench in the background: $what is 'produce' (producerdb) or
@@ -91,7 +91,7 @@ sub start_pgbench
 	my ($w, $what, $clients, $seconds, @extra) = @_;
 	my $node = $w->{node};
 	my ($out, $err) = ('', '');
-	my $db = $what eq 'produce' ? 'producerdb' : 'consumerdb';
+	my $db = $what eq 'produce' ? 'producerdb' : $w->{cdb};
 	my $h = IPC::Run::start(
 		[ 'pgbench', '-n', '-h', $node->host, '-p', $node->port,
 		  '-c', $clients, '-j', ($clients > 1 ? 2 : 1), '-T', $seconds,
@@ -152,7 +152,7 @@ sub relay
 			$w->{duplicated}++;
 		}
 	}
-	$node->safe_psql('consumerdb',
+	$node->safe_psql($w->{cdb},
 		'INSERT INTO inbox (resource_id, seq, payload) VALUES ' . join(',', @values))
 	  if @values;
 	$w->{relayed} += $n;
@@ -169,7 +169,7 @@ sub answer_gap_requests
 	my ($w) = @_;
 	my $node = $w->{node};
 	my @republish;
-	foreach my $line (split /\n/, $node->safe_psql('consumerdb', q{
+	foreach my $line (split /\n/, $node->safe_psql($w->{cdb}, q{
 		SELECT resource_id, missing_from, missing_to, attempts FROM ordering.gap_requests}))
 	{
 		next if $w->{answered}{$line}++;
@@ -189,7 +189,7 @@ sub drain_inbox
 	my $total = 0;
 	while (1)
 	{
-		my $n = $node->safe_psql('consumerdb',
+		my $n = $node->safe_psql($w->{cdb},
 			'SELECT COALESCE(sum(consume_one()), 0) FROM generate_series(1, 500)');
 		$total += $n;
 		last if $n == 0;
@@ -282,7 +282,7 @@ sub payload_violations
 		$out{"$r/$s"} = $h;
 	}
 	my @bad;
-	foreach my $line (split /\n/, $node->safe_psql('consumerdb', q{
+	foreach my $line (split /\n/, $node->safe_psql($w->{cdb}, q{
 		SELECT resource_id, seq, md5(payload::text) FROM ledger
 		UNION ALL
 		SELECT resource_id, seq, md5(payload::text) FROM state}))
@@ -300,10 +300,10 @@ sub check_invariants
 	my ($w, $what) = @_;
 	my $node = $w->{node};
 	is(producer_violations($w), '', "$what: every outbox resource is 1..n, counter at n");
-	is($node->safe_psql('consumerdb', $consumer_violations_sql), '',
+	is($node->safe_psql($w->{cdb}, $consumer_violations_sql), '',
 		"$what: ledger is 1..position once each in order, parking, gap requests and state consistent");
 	is(payload_violations($w), '', "$what: every applied event is the one produced");
-	return $node->safe_psql('consumerdb', 'SELECT count(*) FROM ledger');
+	return $node->safe_psql($w->{cdb}, 'SELECT count(*) FROM ledger');
 }
 
 # The end state after healing: every produced event applied exactly once,
@@ -315,24 +315,24 @@ sub check_complete
 	my $produced = $node->safe_psql('producerdb', q{
 		SELECT string_agg(resource_id || '=' || n, ' ' ORDER BY resource_id)
 		  FROM (SELECT resource_id, max(seq) AS n FROM ordering.outbox GROUP BY 1) x});
-	is($node->safe_psql('consumerdb', q{
+	is($node->safe_psql($w->{cdb}, q{
 		SELECT string_agg(resource_id || '=' || position, ' ' ORDER BY resource_id)
 		  FROM ordering.positions WHERE consumer = 'ledger'}),
 		$produced, "$what: the step consumer is at the last event of every resource");
-	is($node->safe_psql('consumerdb', q{
+	is($node->safe_psql($w->{cdb}, q{
 		SELECT string_agg(resource_id || '=' || seq, ' ' ORDER BY resource_id) FROM state}),
 		$produced, "$what: the state consumer is at the last event of every resource");
-	is($node->safe_psql('consumerdb', q{
+	is($node->safe_psql($w->{cdb}, q{
 		SELECT (SELECT count(*) FROM ledger) = (SELECT count(*) FROM ledger l
 		         WHERE l.seq <= (SELECT position FROM ordering.positions p
 		                          WHERE p.consumer = 'ledger' AND p.resource_id = l.resource_id))}),
 		't', "$what: ledger holds nothing beyond the positions");
-	is($node->safe_psql('consumerdb', q{
+	is($node->safe_psql($w->{cdb}, q{
 		SELECT (SELECT count(*) FROM ordering.parked) || '/' ||
 		       (SELECT count(*) FROM ordering.gap_requests) || '/' ||
 		       (SELECT count(*) FROM inbox)}),
 		'0/0/0', "$what: nothing parked, requested or waiting in the inbox");
-	return $node->safe_psql('consumerdb', 'SELECT count(*) FROM ledger');
+	return $node->safe_psql($w->{cdb}, 'SELECT count(*) FROM ledger');
 }
 
 # Heal every loss: relay what is unpublished, drain the inbox, then for
@@ -348,7 +348,7 @@ sub heal
 	{
 		1 while relay($w, batch => 1000);
 		drain_inbox($w);
-		my %pos = map { split /\|/ } split /\n/, $node->safe_psql('consumerdb',
+		my %pos = map { split /\|/ } split /\n/, $node->safe_psql($w->{cdb},
 			q{SELECT resource_id, position FROM ordering.positions WHERE consumer = 'ledger'});
 		my @behind;
 		foreach my $line (split /\n/, $node->safe_psql('producerdb',
