@@ -85,7 +85,7 @@ SELECT consume_one() AS got \gset
 }
 
 # Start pgbench in the background: $what is 'produce' (producerdb) or
-# 'consume' (consumerdb).  Extra pgbench options may follow.
+# 'consume' (consumerdb); $seconds may be undef when @extra has -t.
 sub start_pgbench
 {
 	my ($w, $what, $clients, $seconds, @extra) = @_;
@@ -94,8 +94,8 @@ sub start_pgbench
 	my $db = $what eq 'produce' ? 'producerdb' : $w->{cdb};
 	my $h = IPC::Run::start(
 		[ 'pgbench', '-n', '-h', $node->host, '-p', $node->port,
-		  '-c', $clients, '-j', ($clients > 1 ? 2 : 1), '-T', $seconds,
-		  @extra, '-f', "$w->{dir}/$what.sql", $db ],
+		  '-c', $clients, '-j', ($clients > 1 ? 2 : 1),
+		  (defined $seconds ? ('-T', $seconds) : ()), @extra, '-f', "$w->{dir}/$what.sql", $db ],
 		'>', \$out, '2>', \$err);
 	return $h;
 }
@@ -274,6 +274,12 @@ sub payload_violations
 {
 	my ($w) = @_;
 	my $node = $w->{node};
+	# the ledger first: the outbox only grows, so every event applied
+	# before this read is in the outbox read after it
+	my $applied = $node->safe_psql($w->{cdb}, q{
+		SELECT resource_id, seq, md5(payload::text) FROM ledger
+		UNION ALL
+		SELECT resource_id, seq, md5(payload::text) FROM state});
 	my %out;
 	foreach my $line (split /\n/, $node->safe_psql('producerdb',
 		'SELECT resource_id, seq, md5(payload::text) FROM ordering.outbox'))
@@ -282,10 +288,7 @@ sub payload_violations
 		$out{"$r/$s"} = $h;
 	}
 	my @bad;
-	foreach my $line (split /\n/, $node->safe_psql($w->{cdb}, q{
-		SELECT resource_id, seq, md5(payload::text) FROM ledger
-		UNION ALL
-		SELECT resource_id, seq, md5(payload::text) FROM state}))
+	foreach my $line (split /\n/, $applied)
 	{
 		my ($r, $s, $h) = split /\|/, $line;
 		push @bad, "$r/$s" unless defined $out{"$r/$s"} && $out{"$r/$s"} eq $h;
