@@ -8,7 +8,9 @@
 # end, where every produced event must have been applied exactly once, in
 # order, with nothing parked or requested.
 #
-#   ORDERING_SOAK_SEED=n    replay a run (the seed is printed)
+#   ORDERING_SOAK_SEED=n    replay a run (the seed is printed): the same
+#                           relay decisions and pgbench draws; the
+#                           interleaving of the clients still varies
 #   ORDERING_SOAK_SCALE=n   n times the events and resources (default 1:
 #                           2000 events over 50 resources, a few seconds)
 #
