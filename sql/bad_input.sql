@@ -73,6 +73,13 @@ CREATE TABLE wrong_way2 (k text, v bigint);
 CREATE TRIGGER seq_update BEFORE UPDATE ON wrong_way2
     FOR EACH ROW EXECUTE FUNCTION ordering.sequence_trigger('k', 'v');
 INSERT INTO wrong_way2 VALUES ('a', 1);
+-- attached, then its columns changed under the trigger
+CREATE TABLE changed_cols (k text, v bigint, k2 text, v2 bigint);
+SELECT ordering.attach('changed_cols', 'k', 'v');
+ALTER TABLE changed_cols DROP COLUMN k;
+CREATE TABLE changed_type (k text, v bigint);
+SELECT ordering.attach('changed_type', 'k', 'v');
+ALTER TABLE changed_type ALTER COLUMN v TYPE int;
 CREATE TABLE wrong_args (k text, v bigint);
 CREATE TRIGGER seq_noargs BEFORE INSERT ON wrong_args
     FOR EACH ROW EXECUTE FUNCTION ordering.sequence_trigger();
@@ -213,6 +220,7 @@ INSERT INTO cases (name, expect, sql) VALUES
 ('attach: seq column text',        '42804', $$SELECT ordering.attach('wrong_cols', 'k', 'vt')$$),
 ('attach: NULL column name',       '22004', $$SELECT ordering.attach('wrong_cols', NULL, 'v')$$),
 ('attach: to a view',              '42809', $$SELECT ordering.attach('ordering.stats')$$),
+('attach: empty stream',           '22023', $$SELECT ordering.attach('wrong_cols', 'k', 'v', '')$$),
 ('attach: twice',                  '42710', $$SELECT ordering.attach('bad_attached', 'k', 'v')$$),
 ('detach: not attached',           '42704', $$SELECT ordering.detach('wrong_cols')$$),
 -- sequence_trigger used the wrong way
@@ -224,6 +232,8 @@ INSERT INTO cases (name, expect, sql) VALUES
 ('trigger: unknown column',        '42703', $$INSERT INTO wrong_cols (k) VALUES ('nocol') RETURNING v$$),
 ('trigger: int sequence column',   '42804', $$INSERT INTO wrong_cols (k) VALUES ('int') RETURNING vi$$),
 ('trigger: text sequence column',  '42804', $$INSERT INTO wrong_cols (k) VALUES ('text') RETURNING vt$$),
+('trigger: resource column gone',  '42703', $$INSERT INTO changed_cols (k2) VALUES ('a') RETURNING v$$),
+('trigger: seq column now int',    '42804', $$INSERT INTO changed_type (k) VALUES ('a') RETURNING v$$),
 ('trigger: NULL resource',         '23502', $$INSERT INTO bad_attached (k) VALUES (NULL) RETURNING v$$),
 ('trigger: asserted 0',            '40001', $$INSERT INTO bad_attached (k, v) VALUES ('a', 0) RETURNING v$$),
 ('trigger: asserted stale',        '40001', $$INSERT INTO bad_attached (k, v) VALUES ('a', 1) RETURNING v$$),
@@ -244,6 +254,15 @@ SELECT n, name, outcome, CASE WHEN outcome LIKE expect || ':%' THEN '' ELSE 'WRO
 -- Nothing changed.
 SELECT b.tbl, b.n AS n_before, a.n AS n_after, b.hash = a.hash AS same
   FROM before b JOIN pg_temp.fingerprint a USING (tbl) ORDER BY 1;
+
+-- Left out because the current behaviour is wrong (reported, to be fixed):
+--   SELECT ordering.attach('wrong_cols', 'v', 'v');
+--     succeeds: one column as both resource and sequence; should be refused
+--   SELECT ordering.detach(NULL);
+--     42704 'relation "<NULL>" is not attached'; attach(NULL) says 22004
+--   SELECT ordering.attach(0::regclass);
+--     42703 'column "resource_id" of relation "-" does not exist'; the
+--     relation is what is missing (42P01)
 
 -------------------------------------------------------------------------------
 -- Part 2: odd input that is valid; what it does
@@ -333,5 +352,5 @@ DELETE FROM ordering.positions WHERE consumer IN ('bad', 'bad-step') OR consumer
 DELETE FROM ordering.outbox WHERE resource_id IN ('', 'huge', 'bad-p') OR resource_id LIKE 'yyy%';
 DELETE FROM ordering.sequences WHERE stream IN ('bad-stream', '', 'public.bad_attached');
 DROP VIEW pg_temp.fingerprint;
-DROP TABLE bad_projection, bad_attached, wrong_way, wrong_way2, wrong_args, wrong_cols, wrong_newer;
+DROP TABLE bad_projection, bad_attached, changed_cols, changed_type, wrong_way, wrong_way2, wrong_args, wrong_cols, wrong_newer;
 DROP FUNCTION bad_handler(int), good_handler(text, bigint, jsonb);
