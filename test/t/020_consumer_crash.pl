@@ -1,17 +1,19 @@
 # Crash recovery of the consumer side.  Concurrent producers emit into the
-# outbox of a producer database; a relay moves the events, shuffled and
-# duplicated, into a consumer database where concurrent consumers pass each
-# one to ordering.deliver (applying the returned rows into a ledger in the
-# same transaction) and to ordering.apply_if_newer (upserting a state
-# table).  The workload is interrupted by immediate shutdowns and by kill -9
-# of a backend in the middle of deliver.  After each restart: every outbox
-# resource is 1..n; every ledger is exactly 1..position, each step once and
-# in order, with the payload the producer emitted; parked events are all
-# beyond position + 1; gap requests exist only while events are parked;
-# the state table follows its positions; nothing of the killed transaction
-# survived; the launcher and the gap sweeper are back.  At the end every
-# loss is healed by republishing (on the sweeper's gap requests while the
-# workload runs, and for whatever is still behind at the end), and every produced event has been applied exactly once.
+# outbox of a producer database; a relay moves the events, shuffled,
+# duplicated and 2% lost for real, into a consumer database where concurrent
+# consumers pass each one to ordering.deliver (applying the returned rows
+# into a ledger in the same transaction) and to ordering.apply_if_newer
+# (upserting a state table).  The workload is interrupted by immediate
+# shutdowns and by kill -9 of a backend in the middle of deliver (inside its
+# handler).  After each restart: every outbox resource is 1..n; every ledger
+# is exactly 1..position, each step once and in order, with the payload the
+# producer emitted; parked events are all beyond position + 1; gap requests
+# exist only while events are parked; the state table follows its
+# positions; nothing of the killed transactions survived; the launcher and
+# the gap sweeper are back.  Losses are healed by republishing (on the
+# sweeper's gap requests while the workload runs, and for whatever is still
+# behind at the end); at the end every produced event has been applied
+# exactly once.
 use strict;
 use warnings;
 use FindBin;
@@ -34,6 +36,19 @@ $node->start;
 my $w = OrderingWorkload::setup($node, resources => 20);
 # the sweeper of consumerdb may have started before the extension existed
 $node->reload;
+
+# A handler that applies into the ledger and, for the victim's own event,
+# sleeps: a backend killed there is inside deliver().
+$node->safe_psql('consumerdb', q{
+	CREATE FUNCTION slow_apply(r text, s bigint, p jsonb) RETURNS void
+	LANGUAGE plpgsql AS $$
+	BEGIN
+	    INSERT INTO ledger (resource_id, seq, payload) VALUES (r, s, p);
+	    IF p ? 'victim' THEN
+	        PERFORM pg_sleep(600);
+	    END IF;
+	END
+	$$;});
 
 sub workers_back
 {
@@ -92,9 +107,10 @@ for my $round (1 .. 2)
 	workers_back("immediate shutdown $round");
 }
 
-# kill -9 of a backend in the middle of deliver: it holds the lock of a
-# busy resource (the others wait for it), has applied what deliver
-# returned, parked a far event of its own, and not committed.
+# kill -9 of a backend in the middle of deliver(handler): it has advanced
+# r2 and sleeps in its handler.  Another victim holds the lock of r1 (the
+# others wait for it), has applied what deliver returned, parked a far event
+# of its own, and not committed.
 for my $round (1 .. 2)
 {
 	my @h = run_workload(300);
@@ -110,8 +126,19 @@ for my $round (1 .. 2)
 	$victim->query_safe(q{SELECT ordering.apply_if_newer('state', 'victim', 5)});
 	cmp_ok($victim->query_safe(q{SELECT ordering.position('ledger', 'r1')}), '>=', $next,
 		"kill -9 $round: the victim advanced r1 in its transaction");
-	my $pid = $victim->query_safe('SELECT pg_backend_pid()');
-	# let the consumers pile up behind the victim's lock of r1
+	# A second victim is killed inside deliver(), in its handler, after
+	# advancing r2 and applying what it had drained.
+	my $inside = $node->background_psql('consumerdb');
+	my $pid = $inside->query_safe('SELECT pg_backend_pid()');
+	my $pos2 = $node->safe_psql('consumerdb', q{SELECT ordering.position('ledger', 'r2')});
+	$inside->query_until(qr/delivering/, qq{
+\\echo delivering
+SELECT ordering.deliver('ledger', 'r2', $pos2 + 1, '{"victim": true}', 'slow_apply(text, bigint, jsonb)');
+});
+	ok( $node->poll_query_until('consumerdb', qq{
+		SELECT wait_event = 'PgSleep' FROM pg_stat_activity WHERE pid = $pid}),
+		"kill -9 $round: the second victim sleeps inside deliver");
+	# let the consumers pile up behind the victims' locks of r1 and r2
 	OrderingWorkload::relay($w, batch => 100, dup => 0.2);
 	my $offset = -s $node->logfile;
 	kill 'KILL', $pid;
@@ -121,6 +148,7 @@ for my $round (1 .. 2)
 	{
 		local $SIG{PIPE} = 'IGNORE';
 		eval { $victim->quit };
+		eval { $inside->quit };
 	}
 	my $now = OrderingWorkload::check_invariants($w, "kill -9 $round");
 	cmp_ok($now, '>', $applied, "kill -9 $round: progress was made and kept");
