@@ -241,13 +241,17 @@ our $consumer_violations_sql = q{
 	 WHERE p.seq <= COALESCE(o.position, 0) + 1 OR p.consumer <> 'ledger'
 	UNION ALL
 	-- a gap request only while events are parked, for a range not applied
+	-- (not checked while sweeps and deliveries run side by side: a sweep
+	-- whose snapshot predates a delivery that fills the gap writes a stale
+	-- request, which the next sweep removes)
 	SELECT 'gap:' || g.resource_id
 	  FROM ordering.gap_requests g
 	  LEFT JOIN ordering.positions o USING (consumer, resource_id)
-	 WHERE NOT EXISTS (SELECT FROM ordering.parked p
-	                    WHERE p.consumer = g.consumer AND p.resource_id = g.resource_id)
-	    OR g.missing_to <= COALESCE(o.position, 0)
-	    OR g.missing_from > g.missing_to
+	 WHERE g.missing_from > g.missing_to
+	    OR (STRICT_GAPS
+	        AND (NOT EXISTS (SELECT FROM ordering.parked p
+	                          WHERE p.consumer = g.consumer AND p.resource_id = g.resource_id)
+	             OR g.missing_to <= COALESCE(o.position, 0)))
 	UNION ALL
 	-- the state consumer's table follows its positions
 	SELECT 'state:' || COALESCE(s.resource_id, o.resource_id)
@@ -296,16 +300,28 @@ sub payload_violations
 	return join(' ', @bad);
 }
 
-# Check every invariant; $what names the moment.  Returns the number of
-# ledger rows.
+# Check every invariant; $what names the moment.  Options: strict => 0
+# leaves out the staleness of gap requests (for checks while sweeps and
+# deliveries run); settle => 1 checks without it, then sweeps once (nothing
+# may be delivering then) and checks the gap requests strictly.  Returns
+# the number of ledger rows.
 sub check_invariants
 {
-	my ($w, $what) = @_;
+	my ($w, $what, %opt) = @_;
 	my $node = $w->{node};
+	my $strict = ($opt{strict} // 1) && !$opt{settle};
+	(my $sql = $consumer_violations_sql) =~ s/STRICT_GAPS/$strict ? 'true' : 'false'/e;
 	is(producer_violations($w), '', "$what: every outbox resource is 1..n, counter at n");
-	is($node->safe_psql($w->{cdb}, $consumer_violations_sql), '',
+	is($node->safe_psql($w->{cdb}, $sql), '',
 		"$what: ledger is 1..position once each in order, parking, gap requests and state consistent");
 	is(payload_violations($w), '', "$what: every applied event is the one produced");
+	if ($opt{settle})
+	{
+		$node->safe_psql($w->{cdb}, 'SELECT count(*) FROM ordering.sweep_gaps()');
+		($sql = $consumer_violations_sql) =~ s/STRICT_GAPS/true/;
+		is($node->safe_psql($w->{cdb}, $sql), '',
+			"$what: after a quiet sweep, gap requests exactly for the open gaps");
+	}
 	return $node->safe_psql($w->{cdb}, 'SELECT count(*) FROM ledger');
 }
 
