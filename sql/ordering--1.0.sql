@@ -86,6 +86,10 @@ BEGIN
       FROM pg_catalog.pg_class c
       JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
      WHERE c.oid OPERATOR(pg_catalog.=) tbl;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'relation with OID % does not exist', tbl::pg_catalog.oid
+            USING ERRCODE = 'undefined_table';
+    END IF;
     IF rel.relkind NOT IN ('r', 'p') THEN
         RAISE EXCEPTION '"%" is not a table', tbl
             USING ERRCODE = 'wrong_object_type';
@@ -110,6 +114,10 @@ BEGIN
         RAISE EXCEPTION 'sequence column "%" of relation "%" must be of type bigint, not %',
             sequence_column, tbl, seq_type
             USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    IF resource_column OPERATOR(pg_catalog.=) sequence_column THEN
+        RAISE EXCEPTION 'resource column and sequence column must differ'
+            USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF stream OPERATOR(pg_catalog.=) '' THEN
         RAISE EXCEPTION 'stream name must not be empty'
@@ -138,6 +146,10 @@ CREATE FUNCTION ordering.detach(tbl regclass) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'table must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t
                     WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
                       AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
