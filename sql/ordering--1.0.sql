@@ -33,13 +33,22 @@ COMMENT ON FUNCTION ordering.next_sequence(text, text) IS
     'Allocates the next sequence number of (stream, resource) in the caller''s transaction';
 
 CREATE FUNCTION ordering.last_sequence(stream text, resource_id text) RETURNS bigint
-    LANGUAGE sql STABLE STRICT
+    LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
-    SELECT COALESCE((SELECT s.last_seq FROM ordering.sequences s
+BEGIN
+    -- the same errors as next_sequence()
+    IF $1 IS NULL THEN
+        RAISE EXCEPTION 'stream must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF $2 IS NULL THEN
+        RAISE EXCEPTION 'resource_id must not be null' USING ERRCODE = 'not_null_violation';
+    END IF;
+    RETURN COALESCE((SELECT s.last_seq FROM ordering.sequences s
                       WHERE s.stream OPERATOR(pg_catalog.=) $1
-                        AND s.resource_id OPERATOR(pg_catalog.=) $2), 0)
-    $$;
+                        AND s.resource_id OPERATOR(pg_catalog.=) $2), 0);
+END
+$$;
 COMMENT ON FUNCTION ordering.last_sequence(text, text) IS
     'Highest sequence number of (stream, resource) allocated and visible to the caller; 0 if none';
 
@@ -196,29 +205,45 @@ COMMENT ON FUNCTION ordering.emit(text, text, jsonb, bigint) IS
 
 CREATE FUNCTION ordering.claim_unpublished(batch_size integer DEFAULT 100)
     RETURNS SETOF ordering.outbox
-    LANGUAGE sql VOLATILE STRICT
+    LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
     AS $$
+BEGIN
+    IF batch_size IS NULL THEN
+        RAISE EXCEPTION 'batch_size must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF batch_size OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'batch_size must not be negative, got %', batch_size
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
     SELECT o.* FROM ordering.outbox o
      WHERE o.published_at IS NULL
      ORDER BY o.id
-     LIMIT $1
-       FOR UPDATE SKIP LOCKED
-    $$;
+     LIMIT batch_size
+       FOR UPDATE SKIP LOCKED;
+END
+$$;
 COMMENT ON FUNCTION ordering.claim_unpublished(integer) IS
     'For relays: up to batch_size unpublished outbox rows, locked until the end of the caller''s transaction and skipped by other relays';
 
 CREATE FUNCTION ordering.mark_published(ids bigint[]) RETURNS bigint
-    LANGUAGE sql VOLATILE STRICT
+    LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
     AS $$
-    WITH marked AS (
-        UPDATE ordering.outbox o SET published_at = pg_catalog.now()
-         WHERE o.id OPERATOR(pg_catalog.=) ANY ($1)
-           AND o.published_at IS NULL
-        RETURNING 1)
-    SELECT pg_catalog.count(*) FROM marked
-    $$;
+DECLARE
+    marked bigint;
+BEGIN
+    IF ids IS NULL THEN
+        RAISE EXCEPTION 'ids must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    UPDATE ordering.outbox o SET published_at = pg_catalog.now()
+     WHERE o.id OPERATOR(pg_catalog.=) ANY (ids)
+       AND o.published_at IS NULL;
+    GET DIAGNOSTICS marked = ROW_COUNT;
+    RETURN marked;
+END
+$$;
 COMMENT ON FUNCTION ordering.mark_published(bigint[]) IS
     'Marks outbox rows as published; returns how many were unpublished before';
 
@@ -262,15 +287,25 @@ COMMENT ON FUNCTION ordering.republish(text, bigint, bigint) IS
     'Marks a resource''s outbox rows in [from_seq, to_seq] unpublished so relays send them again; warns about rows already purged';
 
 CREATE FUNCTION ordering.purge_published(older_than interval) RETURNS bigint
-    LANGUAGE sql VOLATILE STRICT
+    LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
     AS $$
-    WITH purged AS (
-        DELETE FROM ordering.outbox o
-         WHERE o.published_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)
-        RETURNING 1)
-    SELECT pg_catalog.count(*) FROM purged
-    $$;
+DECLARE
+    purged bigint;
+BEGIN
+    IF older_than IS NULL THEN
+        RAISE EXCEPTION 'older_than must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF older_than OPERATOR(pg_catalog.<) '0'::pg_catalog.interval THEN
+        RAISE EXCEPTION 'older_than must not be negative, got %', older_than
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM ordering.outbox o
+     WHERE o.published_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) older_than);
+    GET DIAGNOSTICS purged = ROW_COUNT;
+    RETURN purged;
+END
+$$;
 COMMENT ON FUNCTION ordering.purge_published(interval) IS
     'Retention: deletes outbox rows published longer ago than older_than; sequence counters are kept';
 
