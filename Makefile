@@ -16,6 +16,7 @@ OBJS = \
 	src/consumer.o \
 	src/newer_only.o \
 	src/stats.o \
+	src/triggers.o \
 	src/gaps.o \
 	src/worker.o
 

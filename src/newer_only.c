@@ -37,8 +37,14 @@
 #include "utils/rel.h"
 
 #include "stats.h"
+#include "triggers.h"
 
 PG_FUNCTION_INFO_V1(ordering_newer_only);
+
+static const TriggerProtocol newer_only_protocol = {
+	"ordering.newer_only()", TRIGGER_EVENT_UPDATE, 1, 2,
+	"(version_column [, consumer])", NULL
+};
 
 /*
  * Complain unless we are a BEFORE UPDATE FOR EACH ROW trigger with the
@@ -49,20 +55,7 @@ check_trigger_protocol(FunctionCallInfo fcinfo)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("ordering.newer_only() was not called by the trigger manager")));
-	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		!TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("ordering.newer_only() must be fired BEFORE UPDATE FOR EACH ROW")));
-	if (trigdata->tg_trigger->tgnargs < 1 || trigdata->tg_trigger->tgnargs > 2)
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("ordering.newer_only() takes the arguments (version_column [, consumer])")));
+	ordering_trigger_check(fcinfo, &newer_only_protocol);
 	if (trigdata->tg_trigger->tgnargs == 2 &&
 		trigdata->tg_trigger->tgargs[1][0] == '\0')
 		ereport(ERROR,
@@ -76,31 +69,17 @@ check_trigger_protocol(FunctionCallInfo fcinfo)
 static AttrNumber
 version_column(Relation rel, const char *name, Oid *typid)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
+	Form_pg_attribute att = ordering_trigger_column(rel, name, &newer_only_protocol);
 
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (att->attisdropped || strcmp(NameStr(att->attname), name) != 0)
-			continue;
-		if (att->atttypid != INT2OID && att->atttypid != INT4OID &&
-			att->atttypid != INT8OID)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("version column \"%s\" of relation \"%s\" must be of type smallint, integer or bigint, not %s",
-							name, RelationGetRelationName(rel),
-							format_type_be(att->atttypid))));
-		*typid = att->atttypid;
-		return att->attnum;
-	}
-	ereport(ERROR,
-			(errcode(ERRCODE_UNDEFINED_COLUMN),
-			 errmsg("column \"%s\" of relation \"%s\" does not exist",
-					name, RelationGetRelationName(rel)),
-			 errcontext("ordering.newer_only() on relation \"%s\"",
-						RelationGetRelationName(rel))));
-	return InvalidAttrNumber;	/* keep compiler quiet */
+	if (att->atttypid != INT2OID && att->atttypid != INT4OID &&
+		att->atttypid != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("version column \"%s\" of relation \"%s\" must be of type smallint, integer or bigint, not %s",
+						name, RelationGetRelationName(rel),
+						format_type_be(att->atttypid))));
+	*typid = att->atttypid;
+	return att->attnum;
 }
 
 /*

@@ -32,6 +32,7 @@
 
 #include "keyed.h"
 #include "stats.h"
+#include "triggers.h"
 
 PG_FUNCTION_INFO_V1(ordering_sequence_trigger);
 PG_FUNCTION_INFO_V1(ordering_next_sequence);
@@ -126,55 +127,11 @@ ordering_next_sequence(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(allocate(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1), &req));
 }
 
-/*
- * Complain unless we are a BEFORE INSERT FOR EACH ROW trigger.
- */
-static void
-check_trigger_protocol(FunctionCallInfo fcinfo)
-{
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("ordering.sequence_trigger() was not called by the trigger manager")));
-	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("ordering.sequence_trigger() must be fired BEFORE INSERT FOR EACH ROW"),
-				 errhint("Use ordering.attach() to install it.")));
-	if (trigdata->tg_trigger->tgnargs < 2 || trigdata->tg_trigger->tgnargs > 3)
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("ordering.sequence_trigger() takes the arguments (resource_column, sequence_column [, stream])"),
-				 errhint("Use ordering.attach() to install it.")));
-}
-
-/*
- * The attribute number of a column named in the trigger's arguments.
- */
-static AttrNumber
-trigger_column(Relation rel, const char *name)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
-			return att->attnum;
-	}
-	ereport(ERROR,
-			(errcode(ERRCODE_UNDEFINED_COLUMN),
-			 errmsg("column \"%s\" of relation \"%s\" does not exist",
-					name, RelationGetRelationName(rel)),
-			 errcontext("ordering.sequence_trigger() on relation \"%s\"",
-						RelationGetRelationName(rel))));
-	return InvalidAttrNumber;	/* keep compiler quiet */
-}
+static const TriggerProtocol sequence_trigger_protocol = {
+	"ordering.sequence_trigger()", TRIGGER_EVENT_INSERT, 2, 3,
+	"(resource_column, sequence_column [, stream])",
+	"Use ordering.attach() to install it."
+};
 
 /*
  * The resource of a row as text: text and varchar as they are, any other
@@ -234,12 +191,12 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	text	   *stream;
 	AllocRequest req = {ALLOC_NEXT, 0, false};
 
-	check_trigger_protocol(fcinfo);
+	ordering_trigger_check(fcinfo, &sequence_trigger_protocol);
 	rel = trigdata->tg_relation;
 	desc = RelationGetDescr(rel);
 	args = trigdata->tg_trigger->tgargs;
-	resattno = trigger_column(rel, args[0]);
-	seqattno = trigger_column(rel, args[1]);
+	resattno = ordering_trigger_column(rel, args[0], &sequence_trigger_protocol)->attnum;
+	seqattno = ordering_trigger_column(rel, args[1], &sequence_trigger_protocol)->attnum;
 	if (TupleDescAttr(desc, seqattno - 1)->atttypid != INT8OID)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
