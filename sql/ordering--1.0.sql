@@ -132,6 +132,13 @@ BEGIN
         RAISE EXCEPTION 'stream name must not be empty'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- the trigger refuses longer ones at every insert (keyed.h)
+    IF pg_catalog.octet_length(COALESCE(stream, rel.nspname OPERATOR(pg_catalog.||) '.'
+                                        OPERATOR(pg_catalog.||) rel.relname))
+       OPERATOR(pg_catalog.>) 1024 THEN
+        RAISE EXCEPTION 'stream name is too long (at most 1024 bytes)'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF EXISTS (SELECT FROM pg_catalog.pg_trigger t
                 WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
                   AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN

@@ -818,6 +818,8 @@ get_key_args(FunctionCallInfo fcinfo, text **consumer, text **resource,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("consumer must not be empty")));
+	keyed_check_key_length(*consumer, "consumer");
+	keyed_check_key_length(*resource, "resource_id");
 	if (seq != NULL)
 	{
 		*seq = PG_GETARG_INT64(2);

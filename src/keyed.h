@@ -20,6 +20,27 @@ typedef struct KeyedTable
 	Oid			indexid;		/* its primary key */
 } KeyedTable;
 
+/*
+ * The longest key, in bytes, we accept.  Two of them and a bigint always fit
+ * a btree entry of our tables (at most about 2.7 kB), and an over-long key
+ * is refused as a bad value instead of by the btree with SQLSTATE 54000,
+ * which the contract gives to "parked cap reached, redeliver later".
+ */
+#define KEYED_MAX_KEY_BYTES 1024
+
+/*
+ * Refuse a key longer than KEYED_MAX_KEY_BYTES; "what" names it.
+ */
+static inline void
+keyed_check_key_length(text *key, const char *what)
+{
+	if (VARSIZE_ANY_EXHDR(key) > KEYED_MAX_KEY_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is too long (%zu bytes, at most %d)", what,
+						(size_t) VARSIZE_ANY_EXHDR(key), KEYED_MAX_KEY_BYTES)));
+}
+
 extern KeyedTable ordering_sequences;
 extern KeyedTable ordering_positions;
 

@@ -81,6 +81,8 @@ allocate(text *stream, text *resource, AllocRequest *req)
 	int64		previous;
 	int64		seq;
 
+	keyed_check_key_length(stream, "stream");
+	keyed_check_key_length(resource, "resource_id");
 	seq = keyed_advance(&ordering_sequences, stream, resource,
 						decide_next, req, &previous);
 	if (req->mode == ALLOC_HISTORY)
