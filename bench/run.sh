@@ -6,36 +6,54 @@
 # interleaved over several rounds with pgbench, and prints the raw runs and a
 # table of medians with ratios to the workload's baseline.
 #
-#   bash bench/run.sh [--rounds N] [--seconds S] [--only WORKLOAD]
+#   bash bench/run.sh [--rounds N] [--seconds S] [--only WORKLOAD] [--growth]
+#                     [--out DIR]
 #
-# Timings on a shared 2-core machine are noisy: read ratios of medians from
-# one run, never single absolute numbers.
+# --growth also runs bench/growth.sh (1,000,000 resources, sweep over 100,000
+# parked events, backend memory over a 1,000,000-row insert, shared memory).
+# The raw runs, the table and a chart (ratios.png) are written to DIR
+# (default bench/out).  Timings on a shared 2-core machine are noisy: read
+# ratios of medians from one run, never single absolute numbers.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$here/test/lib.sh"
 
+args="$*"
 rounds=5
 seconds=5
 only=""
+growth=0
+out=$here/bench/out
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rounds) rounds=$2; shift 2 ;;
 		--seconds) seconds=$2; shift 2 ;;
 		--only) only=$2; shift 2 ;;
-		-h|--help) sed -n '3,13p' "$0"; exit 0 ;;
+		--growth) growth=1; shift ;;
+		--out) out=$2; shift 2 ;;
+		-h|--help) sed -n '3,18p' "$0"; exit 0 ;;
 		*) echo "unknown option: $1 (try --help)" >&2; exit 2 ;;
 	esac
 done
 
-# workload name | clients | pgbench -D settings | baseline variant | variants (script names in bench/sql)
+# workload name | clients | pgbench -D settings | baseline variant | variants
+# (script names in bench/sql) | script run before every run (or empty)
+# The consumer workloads give each of the 2 clients 5,000 resources of its
+# own (10,000 in all); d is the shuffle depth (see bench/sql/setup_consumer.sql).
 workloads=(
-	"single-10k|2|resources=10000|plain|plain ordering plpgsql"
-	"hot-1|2|resources=1|plain|plain ordering plpgsql naive"
-	"batch100-10k|1|resources=10000|plain_batch|plain_batch ordering_batch plpgsql_batch"
+	"single-10k|2|resources=10000|plain|plain ordering plpgsql pgq|"
+	"hot-1|2|resources=1|plain|plain ordering plpgsql naive pgq|"
+	"batch100-10k|1|resources=10000|plain_batch|plain_batch ordering_batch plpgsql_batch pgq_batch|"
+	"apply-shuffled|2|resources=5000 d=4 k=0|apply_guarded|apply_guarded apply_ext apply_newer_only|reset_consumer"
+	"deliver-shuffled|2|resources=5000 d=4 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext|reset_consumer"
+	"deliver-inorder|2|resources=5000 d=1 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext|reset_consumer"
 )
 
-ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev
+# PgQ must be installed before sandbox_create copies the PostgreSQL tree.
+ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev \
+	postgresql-15-pgq3 gnuplot-nox
+mkdir -p "$out"
 sandbox_create "$here"
 trap 'as_postgres pg_ctl -D "$SANDBOX/data" -m immediate stop >/dev/null 2>&1 || true; sandbox_destroy' EXIT
 sandbox_build
@@ -56,29 +74,42 @@ as_postgres pg_ctl -D "$data" -l "$SANDBOX/server.log" -w start >/dev/null
 
 psql_bench() { as_postgres psql -X -q -h "$sock" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
 psql_bench -f "$SANDBOX/src/bench/sql/setup_producer.sql" >/dev/null
+psql_bench -c "CREATE EXTENSION pgq" -c "SELECT pgq.create_queue('bench')" >/dev/null
+psql_bench -f "$SANDBOX/src/bench/sql/setup_consumer.sql" >/dev/null
+{
+	echo "machine: $(nproc) cores, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n1)," \
+		"$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
+	echo "server: $(psql_bench -Atc 'SELECT version()')"
+	echo "command: bench/run.sh $args"
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$out/machine.txt"
 
-raw=$SANDBOX/raw.txt
-: >"$raw"
+raw=$out/raw.txt
+echo "# round workload variant tps failed" >"$raw"
 for round in $(seq 1 "$rounds"); do
 	for w in "${workloads[@]}"; do
-		IFS='|' read -r name clients defs baseline variants <<<"$w"
+		IFS='|' read -r name clients defs baseline variants reset <<<"$w"
 		[ -n "$only" ] && [ "$only" != "$name" ] && continue
+		dopts=()
+		for d in $defs; do dopts+=(-D "$d"); done
 		for v in $variants; do
-			out=$(as_postgres pgbench -n -h "$sock" -U postgres -T "$seconds" \
-				-c "$clients" -j "$clients" -D "$defs" \
-				-f "$SANDBOX/src/bench/sql/$v.sql" postgres 2>&1)
-			tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
-			failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' <<<"$out")
+			[ -n "$reset" ] && psql_bench -f "$SANDBOX/src/bench/sql/$reset.sql" >/dev/null
+			res=$(as_postgres pgbench -n -h "$sock" -U postgres -T "$seconds" \
+				-c "$clients" -j "$clients" "${dopts[@]}" \
+				-f "$SANDBOX/src/bench/sql/$v.sql" postgres 2>&1) || { echo "$res" >&2; exit 1; }
+			tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$res")
+			failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' <<<"$res")
 			echo "$round $name $v ${tps:-0} ${failed:-0}" | tee -a "$raw"
 		done
 	done
 done
 
-echo
+table=$out/table.txt
+{
 echo "medians over $rounds rounds of ${seconds}s (tps; batch rows/s = tps x 100):"
-printf "%-14s %-15s %12s %8s %8s\n" workload variant median_tps ratio failed
+printf "%-16s %-16s %12s %8s %8s\n" workload variant median_tps ratio failed
 for w in "${workloads[@]}"; do
-	IFS='|' read -r name clients defs baseline variants <<<"$w"
+	IFS='|' read -r name clients defs baseline variants reset <<<"$w"
 	[ -n "$only" ] && [ "$only" != "$name" ] && continue
 	base=$(awk -v n="$name" -v v="$baseline" '$2==n && $3==v {print $4}' "$raw" |
 		sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}')
@@ -87,6 +118,31 @@ for w in "${workloads[@]}"; do
 			awk -v n="$name" -v v="$v" -v b="$base" '
 				{a[NR]=$1; f+=$2}
 				END {m=(NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2);
-				     printf "%-14s %-15s %12.0f %7.2fx %8d\n", n, v, m, (b>0?m/b:0), f}'
+				     printf "%-16s %-16s %12.0f %7.2fx %8d\n", n, v, m, (b>0?m/b:0), f}'
 	done
 done
+} >"$table"
+echo
+cat "$table"
+
+# A chart of the ratios: one group of bars per workload.
+awk 'NR > 2 {sub(/x$/, "", $4); print $1 "/" $2, $4}' "$table" >"$out/ratios.dat"
+gnuplot <<EOF
+set terminal pngcairo size 1200,600 font "DejaVu Sans,10"
+set output "$out/ratios.png"
+set title "ordering benchmarks: throughput relative to each workload's baseline (median of $rounds x ${seconds}s)"
+set style fill solid 0.6 border -1
+set boxwidth 0.7
+set yrange [0:*]
+set grid ytics
+set ylabel "ratio of median tps to baseline"
+set xtics rotate by 40 right font ",8" noenhanced
+set bmargin 9
+plot "$out/ratios.dat" using 0:2:xtic(1) with boxes notitle, 1 with lines dt 2 lc rgb "black" notitle
+EOF
+echo "wrote $raw, $table, $out/ratios.png"
+
+if [ "$growth" -eq 1 ]; then
+	. "$here/bench/growth.sh"
+	growth_run | tee "$out/growth.txt"
+fi
