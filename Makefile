@@ -21,7 +21,7 @@ OBJS = \
 
 DATA = sql/ordering--$(EXTVERSION).sql
 
-REGRESS = producer consumer gaps stats search_path gaps_search_path
+REGRESS = producer consumer gaps stats search_path gaps_search_path hot_paths
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
