@@ -12,6 +12,8 @@
 #
 # variants: plain ordering plpgsql (default all).  --batch makes each
 # statement a 100-row multi-resource INSERT (cost then per row).
+# CG_KEEP=PREFIX keeps the callgrind files as PREFIX.variant (with the N
+# measured statements) and PREFIX.variant.0 (without).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -93,5 +95,8 @@ for v in "${variants[@]}"; do
 	[ "$batch" -eq 1 ] && rows=$((n * 100))
 	awk -v v="$v" -v a="$t0" -v b="$t1" -v n="$rows" -v u="$unit" \
 		'BEGIN {printf "%-10s %8.0f instructions per %s\n", v, (b - a) / n, u}'
-	[ -n "${CG_KEEP:-}" ] && cp "$SANDBOX/cg.$v.$n" "$CG_KEEP.$v"
+	if [ -n "${CG_KEEP:-}" ]; then
+		cp "$SANDBOX/cg.$v.$n" "$CG_KEEP.$v"
+		cp "$SANDBOX/cg.$v.0" "$CG_KEEP.$v.0"
+	fi
 done

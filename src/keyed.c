@@ -56,10 +56,10 @@
  * Finding the row (keyed_fetch)
  *
  * Every event reads and rewrites one row, so finding it is the hot path.
- * Each backend remembers, in a small direct-mapped cache, the TID of the
- * index entry (the root of the row's HOT chain) where it last found each
- * key.  A HOT update keeps that root, and pruning turns it into a redirect
- * to the newest version, so the cached TID usually leads straight to the
+ * Each backend remembers, in a small two-way set-associative cache, the TID
+ * of the index entry (the root of the row's HOT chain) where it last found
+ * each key.  A HOT update keeps that root, and pruning turns it into a
+ * redirect to the newest version, so the cached TID usually leads straight to the
  * row without descending the btree.  The cache is only a hint: a TID is
  * followed with the same visibility rule (SnapshotSelf) as an index probe,
  * the tuple found is accepted only if its key columns equal the key (the
@@ -116,12 +116,17 @@
 /* prune a page when it has less free space than this (see file header) */
 #define KEYED_PRUNE_FREE		(BLCKSZ / 8)
 
-/* entries of the TID cache (a power of two) */
-#define KEYED_TID_CACHE_SIZE	4096
+/*
+ * Entries of the TID cache (a power of two), in sets of two: 16 bytes each,
+ * 512 kB per backend that uses the tables (allocated on first use), enough
+ * for nearly every row of 10,000 busy resources to be found without the
+ * index.  More resources than that simply take the index more often.
+ */
+#define KEYED_TID_CACHE_SIZE	32768
 
 typedef struct KeyedTidSlot
 {
-	uint64		hash;			/* keyed_hash() of the key */
+	uint32		hashcheck;		/* high half of keyed_hash() of the key */
 	Oid			relid;			/* InvalidOid: empty slot */
 	ItemPointerData tid;		/* root of the row's HOT chain */
 } KeyedTidSlot;
@@ -306,7 +311,7 @@ static HeapTuple
 keyed_fetch(Relation rel, Relation idx, text *key1, text *key2)
 {
 	uint64		hash = keyed_hash(key1, key2);
-	KeyedTidSlot *slot;
+	KeyedTidSlot *set;
 	ScanKeyData keys[2];
 	IndexScanDesc scan;
 	ItemPointer tid;
@@ -316,20 +321,35 @@ keyed_fetch(Relation rel, Relation idx, text *key1, text *key2)
 	if (keyed_tid_cache == NULL)
 		keyed_tid_cache = MemoryContextAllocZero(TopMemoryContext,
 												 sizeof(KeyedTidSlot) * KEYED_TID_CACHE_SIZE);
-	slot = &keyed_tid_cache[hash & (KEYED_TID_CACHE_SIZE - 1)];
+	/* two-way set associative: the most recently found key first */
+	set = &keyed_tid_cache[(hash & (KEYED_TID_CACHE_SIZE / 2 - 1)) * 2];
 
-	if (slot->relid == RelationGetRelid(rel) && slot->hash == hash &&
-		ItemPointerGetBlockNumber(&slot->tid) < RelationGetNumberOfBlocks(rel))
+	for (int way = 0; way < 2; way++)
 	{
+		KeyedTidSlot *slot = &set[way];
+
+		if (slot->relid != RelationGetRelid(rel) ||
+			slot->hashcheck != (uint32) (hash >> 32) ||
+			ItemPointerGetBlockNumber(&slot->tid) >= RelationGetNumberOfBlocks(rel))
+			continue;
 		/* our RowExclusiveLock or AccessShareLock keeps VACUUM from truncating */
 		buf = ReadBuffer(rel, ItemPointerGetBlockNumber(&slot->tid));
 		keyed_maybe_prune(rel, buf);
 		tuple = keyed_fetch_chain(rel, buf, &slot->tid, true, key1, key2, NULL);
+		ReleaseBuffer(buf);
+		buf = InvalidBuffer;
 		if (tuple != NULL)
 		{
-			ReleaseBuffer(buf);
+			if (way == 1)
+			{
+				KeyedTidSlot tmp = set[0];
+
+				set[0] = set[1];
+				set[1] = tmp;
+			}
 			return tuple;
 		}
+		slot->relid = InvalidOid;	/* stale: forget it */
 	}
 
 	/* ScanKeyInit compares in the "C" collation, the columns' collation */
@@ -353,9 +373,10 @@ keyed_fetch(Relation rel, Relation idx, text *key1, text *key2)
 		tuple = keyed_fetch_chain(rel, buf, tid, false, NULL, NULL, &all_dead);
 		if (tuple != NULL)
 		{
-			slot->relid = RelationGetRelid(rel);
-			slot->hash = hash;
-			slot->tid = *tid;
+			set[1] = set[0];
+			set[0].relid = RelationGetRelid(rel);
+			set[0].hashcheck = (uint32) (hash >> 32);
+			set[0].tid = *tid;
 			break;
 		}
 		/* as index_fetch_heap() does: later scans skip a dead chain */
