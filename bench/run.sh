@@ -125,21 +125,7 @@ done
 echo
 cat "$table"
 
-# A chart of the ratios: one group of bars per workload.
-awk 'NR > 2 {sub(/x$/, "", $4); print $1 "/" $2, $4}' "$table" >"$out/ratios.dat"
-gnuplot <<EOF
-set terminal pngcairo size 1200,600 font "DejaVu Sans,10"
-set output "$out/ratios.png"
-set title "ordering benchmarks: throughput relative to each workload's baseline (median of $rounds x ${seconds}s)"
-set style fill solid 0.6 border -1
-set boxwidth 0.7
-set yrange [0:*]
-set grid ytics
-set ylabel "ratio of median tps to baseline"
-set xtics rotate by 40 right font ",8" noenhanced
-set bmargin 9
-plot "$out/ratios.dat" using 0:2:xtic(1) with boxes notitle, 1 with lines dt 2 lc rgb "black" notitle
-EOF
+bash "$here/bench/chart.sh" "$table" "$out/ratios.png"
 echo "wrote $raw, $table, $out/ratios.png"
 
 if [ "$growth" -eq 1 ]; then

@@ -50,6 +50,15 @@ SELECT ordering.next_sequence('hp', 'gone');           -- 1: a new counter
 SELECT resource_id, last_seq FROM ordering.sequences
  WHERE stream = 'hp' ORDER BY resource_id;
 
+-- A cached TID whose row was replaced by a new row of the same key (say, an
+-- operator raised a counter by deleting and inserting it): the dead chain is
+-- not visible, the index finds the new row.
+SELECT ordering.next_sequence('hp', 'moved');          -- 1, now cached
+DELETE FROM ordering.sequences WHERE stream = 'hp' AND resource_id = 'moved';
+INSERT INTO ordering.sequences VALUES ('hp', 'moved', 41);
+SELECT ordering.next_sequence('hp', 'moved');          -- 42
+SELECT ordering.next_sequence('hp', 'moved');          -- 43, from the cache again
+
 -- Consumer positions use the same paths: several events of one resource
 -- applied in one transaction, some in a rolled-back savepoint.
 BEGIN;
