@@ -59,8 +59,8 @@
  * Each backend remembers, in a small two-way set-associative cache, the TID
  * of the index entry (the root of the row's HOT chain) where it last found
  * each key.  A HOT update keeps that root, and pruning turns it into a
- * redirect to the newest version, so the cached TID usually leads straight to the
- * row without descending the btree.  The cache is only a hint: a TID is
+ * redirect to the newest version, so the cached TID usually leads straight
+ * to the row without descending the btree.  The cache is only a hint: a TID is
  * followed with the same visibility rule (SnapshotSelf) as an index probe,
  * the tuple found is accepted only if its key columns equal the key (the
  * line pointer may have been reused by another key after the chain died),
