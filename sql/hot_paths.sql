@@ -59,6 +59,17 @@ INSERT INTO ordering.sequences VALUES ('hp', 'moved', 41);
 SELECT ordering.next_sequence('hp', 'moved');          -- 42
 SELECT ordering.next_sequence('hp', 'moved');          -- 43, from the cache again
 
+-- A new row is cached when it is created; if its creation is rolled back,
+-- the hint leads to a dead tuple and the key is created again.
+BEGIN;
+SAVEPOINT s;
+SELECT ordering.next_sequence('hp', 'fresh');          -- 1, created and cached
+ROLLBACK TO s;
+SELECT ordering.next_sequence('hp', 'fresh');          -- 1 again
+SELECT ordering.next_sequence('hp', 'fresh');          -- 2, in place
+COMMIT;
+SELECT ordering.next_sequence('hp', 'fresh');          -- 3
+
 -- Consumer positions use the same paths: several events of one resource
 -- applied in one transaction, some in a rolled-back savepoint.
 BEGIN;

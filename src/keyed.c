@@ -246,6 +246,33 @@ keyed_hash(text *key1, text *key2)
 }
 
 /*
+ * The TID cache's set of a key (two entries, the most recently found first),
+ * allocated on first use.
+ */
+static KeyedTidSlot *
+keyed_cache_set(uint64 hash)
+{
+	if (keyed_tid_cache == NULL)
+		keyed_tid_cache = MemoryContextAllocZero(TopMemoryContext,
+												 sizeof(KeyedTidSlot) * KEYED_TID_CACHE_SIZE);
+	return &keyed_tid_cache[(hash & (KEYED_TID_CACHE_SIZE / 2 - 1)) * 2];
+}
+
+/*
+ * Remember where a key's row is: the root of its HOT chain.
+ */
+static void
+keyed_cache_remember(Relation rel, uint64 hash, ItemPointer root)
+{
+	KeyedTidSlot *set = keyed_cache_set(hash);
+
+	set[1] = set[0];
+	set[0].relid = RelationGetRelid(rel);
+	set[0].hashcheck = (uint32) (hash >> 32);
+	set[0].tid = *root;
+}
+
+/*
  * Prune a page that is short of room for HOT updates (see file header).
  * Like heap_page_prune_opt(), this looks at the page without a lock: a stale
  * answer only moves the prune to a later visit.
@@ -318,11 +345,7 @@ keyed_fetch(Relation rel, Relation idx, text *key1, text *key2)
 	Buffer		buf = InvalidBuffer;
 	HeapTuple	tuple = NULL;
 
-	if (keyed_tid_cache == NULL)
-		keyed_tid_cache = MemoryContextAllocZero(TopMemoryContext,
-												 sizeof(KeyedTidSlot) * KEYED_TID_CACHE_SIZE);
-	/* two-way set associative: the most recently found key first */
-	set = &keyed_tid_cache[(hash & (KEYED_TID_CACHE_SIZE / 2 - 1)) * 2];
+	set = keyed_cache_set(hash);
 
 	for (int way = 0; way < 2; way++)
 	{
@@ -373,10 +396,7 @@ keyed_fetch(Relation rel, Relation idx, text *key1, text *key2)
 		tuple = keyed_fetch_chain(rel, buf, tid, false, NULL, NULL, &all_dead);
 		if (tuple != NULL)
 		{
-			set[1] = set[0];
-			set[0].relid = RelationGetRelid(rel);
-			set[0].hashcheck = (uint32) (hash >> 32);
-			set[0].tid = *tid;
+			keyed_cache_remember(rel, hash, tid);
 			break;
 		}
 		/* as index_fetch_heap() does: later scans skip a dead chain */
@@ -491,6 +511,8 @@ keyed_insert(Relation rel, Relation idx, text *key1, text *key2, int64 value)
 	tuple = heap_form_tuple(RelationGetDescr(rel), values, isnull);
 	heap_insert(rel, tuple, GetCurrentCommandId(true), 0, NULL);
 	keyed_index_insert(rel, idx, tuple, UNIQUE_CHECK_YES);
+	/* a new row is the root of its chain; if we roll back, the hint is stale */
+	keyed_cache_remember(rel, keyed_hash(key1, key2), &tuple->t_self);
 	CommandCounterIncrement();
 	heap_freetuple(tuple);
 }
