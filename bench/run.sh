@@ -85,14 +85,25 @@ psql_bench -f "$SANDBOX/src/bench/sql/setup_consumer.sql" >/dev/null
 } | tee "$out/machine.txt"
 
 raw=$out/raw.txt
-echo "# round workload variant tps failed" >"$raw"
+{
+	echo "# round workload variant tps failed"
+	for w in "${workloads[@]}"; do
+		IFS='|' read -r name clients defs baseline variants reset <<<"$w"
+		echo "# baseline $name $baseline"
+	done
+} >"$raw"
 for round in $(seq 1 "$rounds"); do
 	for w in "${workloads[@]}"; do
 		IFS='|' read -r name clients defs baseline variants reset <<<"$w"
 		[ -n "$only" ] && [ "$only" != "$name" ] && continue
 		dopts=()
 		for d in $defs; do dopts+=(-D "$d"); done
-		for v in $variants; do
+		# rotate the order by round: no variant always runs first (right
+		# after another workload's autovacuum, say) or last
+		read -r -a vs <<<"$variants"
+		n=${#vs[@]}
+		for i in $(seq 0 $((n - 1))); do
+			v=${vs[$(((i + round) % n))]}
 			[ -n "$reset" ] && psql_bench -f "$SANDBOX/src/bench/sql/$reset.sql" >/dev/null
 			res=$(as_postgres pgbench -n -h "$sock" -U postgres -T "$seconds" \
 				-c "$clients" -j "$clients" "${dopts[@]}" \
@@ -106,21 +117,8 @@ done
 
 table=$out/table.txt
 {
-echo "medians over $rounds rounds of ${seconds}s (tps; batch rows/s = tps x 100):"
-printf "%-16s %-16s %12s %8s %8s\n" workload variant median_tps ratio failed
-for w in "${workloads[@]}"; do
-	IFS='|' read -r name clients defs baseline variants reset <<<"$w"
-	[ -n "$only" ] && [ "$only" != "$name" ] && continue
-	base=$(awk -v n="$name" -v v="$baseline" '$2==n && $3==v {print $4}' "$raw" |
-		sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}')
-	for v in $variants; do
-		awk -v n="$name" -v v="$v" '$2==n && $3==v {print $4, $5}' "$raw" | sort -g |
-			awk -v n="$name" -v v="$v" -v b="$base" '
-				{a[NR]=$1; f+=$2}
-				END {m=(NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2);
-				     printf "%-16s %-16s %12.0f %7.2fx %8d\n", n, v, m, (b>0?m/b:0), f}'
-	done
-done
+	echo "medians over $rounds rounds of ${seconds}s (tps; batch rows/s = tps x 100):"
+	bash "$here/bench/table.sh" "$raw"
 } >"$table"
 echo
 cat "$table"
