@@ -22,7 +22,7 @@ OBJS = \
 
 DATA = sql/ordering--$(EXTVERSION).sql
 
-REGRESS = producer consumer gaps stats search_path gaps_search_path privileges bad_input
+REGRESS = producer consumer gaps stats search_path gaps_search_path privileges hot_paths bad_input
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 

@@ -6,36 +6,54 @@
 # interleaved over several rounds with pgbench, and prints the raw runs and a
 # table of medians with ratios to the workload's baseline.
 #
-#   bash bench/run.sh [--rounds N] [--seconds S] [--only WORKLOAD]
+#   bash bench/run.sh [--rounds N] [--seconds S] [--only WORKLOAD] [--growth]
+#                     [--out DIR]
 #
-# Timings on a shared 2-core machine are noisy: read ratios of medians from
-# one run, never single absolute numbers.
+# --growth also runs bench/growth.sh (1,000,000 resources, sweep over 100,000
+# parked events, backend memory over a 1,000,000-row insert, shared memory).
+# The raw runs, the table and a chart (ratios.png) are written to DIR
+# (default bench/out).  Timings on a shared 2-core machine are noisy: read
+# ratios of medians from one run, never single absolute numbers.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$here/test/lib.sh"
 
+args="$*"
 rounds=5
 seconds=5
 only=""
+growth=0
+out=$here/bench/out
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rounds) rounds=$2; shift 2 ;;
 		--seconds) seconds=$2; shift 2 ;;
 		--only) only=$2; shift 2 ;;
-		-h|--help) sed -n '3,13p' "$0"; exit 0 ;;
+		--growth) growth=1; shift ;;
+		--out) out=$2; shift 2 ;;
+		-h|--help) sed -n '3,18p' "$0"; exit 0 ;;
 		*) echo "unknown option: $1 (try --help)" >&2; exit 2 ;;
 	esac
 done
 
-# workload name | clients | pgbench -D settings | baseline variant | variants (script names in bench/sql)
+# workload name | clients | pgbench -D settings | baseline variant | variants
+# (script names in bench/sql) | script run before every run (or empty)
+# The consumer workloads give each of the 2 clients 5,000 resources of its
+# own (10,000 in all); d is the shuffle depth (see bench/sql/setup_consumer.sql).
 workloads=(
-	"single-10k|2|resources=10000|plain|plain ordering plpgsql"
-	"hot-1|2|resources=1|plain|plain ordering plpgsql naive"
-	"batch100-10k|1|resources=10000|plain_batch|plain_batch ordering_batch plpgsql_batch"
+	"single-10k|2|resources=10000|plain|plain ordering plpgsql pgq|"
+	"hot-1|2|resources=1|plain|plain ordering plpgsql naive pgq|"
+	"batch100-10k|1|resources=10000|plain_batch|plain_batch ordering_batch plpgsql_batch pgq_batch|"
+	"apply-shuffled|2|resources=5000 d=4 k=0|apply_guarded|apply_guarded apply_ext apply_newer_only floor|reset_consumer"
+	"deliver-shuffled|2|resources=5000 d=4 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext floor|reset_consumer"
+	"deliver-inorder|2|resources=5000 d=1 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext floor|reset_consumer"
 )
 
-ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev
+# PgQ must be installed before sandbox_create copies the PostgreSQL tree.
+ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev \
+	postgresql-15-pgq3 gnuplot-nox
+mkdir -p "$out"
 sandbox_create "$here"
 trap 'as_postgres pg_ctl -D "$SANDBOX/data" -m immediate stop >/dev/null 2>&1 || true; sandbox_destroy' EXIT
 sandbox_build
@@ -56,37 +74,59 @@ as_postgres pg_ctl -D "$data" -l "$SANDBOX/server.log" -w start >/dev/null
 
 psql_bench() { as_postgres psql -X -q -h "$sock" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
 psql_bench -f "$SANDBOX/src/bench/sql/setup_producer.sql" >/dev/null
+psql_bench -c "CREATE EXTENSION pgq" -c "SELECT pgq.create_queue('bench')" >/dev/null
+psql_bench -f "$SANDBOX/src/bench/sql/setup_consumer.sql" >/dev/null
+{
+	echo "machine: $(nproc) cores, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n1)," \
+		"$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
+	echo "server: $(psql_bench -Atc 'SELECT version()')"
+	echo "command: bench/run.sh $args"
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$out/machine.txt"
 
-raw=$SANDBOX/raw.txt
-: >"$raw"
+raw=$out/raw.txt
+{
+	echo "# round workload variant tps failed"
+	for w in "${workloads[@]}"; do
+		IFS='|' read -r name clients defs baseline variants reset <<<"$w"
+		echo "# baseline $name $baseline"
+	done
+} >"$raw"
 for round in $(seq 1 "$rounds"); do
 	for w in "${workloads[@]}"; do
-		IFS='|' read -r name clients defs baseline variants <<<"$w"
+		IFS='|' read -r name clients defs baseline variants reset <<<"$w"
 		[ -n "$only" ] && [ "$only" != "$name" ] && continue
-		for v in $variants; do
-			out=$(as_postgres pgbench -n -h "$sock" -U postgres -T "$seconds" \
-				-c "$clients" -j "$clients" -D "$defs" \
-				-f "$SANDBOX/src/bench/sql/$v.sql" postgres 2>&1)
-			tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
-			failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' <<<"$out")
+		dopts=()
+		for d in $defs; do dopts+=(-D "$d"); done
+		# rotate the order by round: no variant always runs first (right
+		# after another workload's autovacuum, say) or last
+		read -r -a vs <<<"$variants"
+		n=${#vs[@]}
+		for i in $(seq 0 $((n - 1))); do
+			v=${vs[$(((i + round) % n))]}
+			[ -n "$reset" ] && psql_bench -f "$SANDBOX/src/bench/sql/$reset.sql" >/dev/null
+			res=$(as_postgres pgbench -n -h "$sock" -U postgres -T "$seconds" \
+				-c "$clients" -j "$clients" "${dopts[@]}" \
+				-f "$SANDBOX/src/bench/sql/$v.sql" postgres 2>&1) || { echo "$res" >&2; exit 1; }
+			tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$res")
+			failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' <<<"$res")
 			echo "$round $name $v ${tps:-0} ${failed:-0}" | tee -a "$raw"
 		done
 	done
 done
 
+table=$out/table.txt
+{
+	echo "medians over $rounds rounds of ${seconds}s (tps; batch rows/s = tps x 100):"
+	bash "$here/bench/table.sh" "$raw"
+} >"$table"
 echo
-echo "medians over $rounds rounds of ${seconds}s (tps; batch rows/s = tps x 100):"
-printf "%-14s %-15s %12s %8s %8s\n" workload variant median_tps ratio failed
-for w in "${workloads[@]}"; do
-	IFS='|' read -r name clients defs baseline variants <<<"$w"
-	[ -n "$only" ] && [ "$only" != "$name" ] && continue
-	base=$(awk -v n="$name" -v v="$baseline" '$2==n && $3==v {print $4}' "$raw" |
-		sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}')
-	for v in $variants; do
-		awk -v n="$name" -v v="$v" '$2==n && $3==v {print $4, $5}' "$raw" | sort -g |
-			awk -v n="$name" -v v="$v" -v b="$base" '
-				{a[NR]=$1; f+=$2}
-				END {m=(NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2);
-				     printf "%-14s %-15s %12.0f %7.2fx %8d\n", n, v, m, (b>0?m/b:0), f}'
-	done
-done
+cat "$table"
+
+bash "$here/bench/chart.sh" "$table" "$out/ratios.png"
+echo "wrote $raw, $table, $out/ratios.png"
+
+if [ "$growth" -eq 1 ]; then
+	. "$here/bench/growth.sh"
+	growth_run | tee "$out/growth.txt"
+fi

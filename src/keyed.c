@@ -35,6 +35,50 @@
  * change in the same statement (a multi-row INSERT) may update the version
  * just written.
  *
+ * Rewriting our own version in place
+ *
+ * When the version we found was written by the current (sub)transaction
+ * itself (a multi-row INSERT touching one resource again, or a consumer
+ * applying several events of one resource in one transaction), the new
+ * value overwrites it with heap_inplace_update() instead of adding a
+ * version.  That is safe because nobody else can see or lock that version:
+ * other transactions see the version before it (and wait for our
+ * transaction on it), and if our subtransaction aborts, the version dies
+ * with it whatever its value was.  Only the exact current subtransaction
+ * counts: a version of the parent must survive a rollback to savepoint with
+ * its old value.  The overwrite is WAL-logged (crash recovery, standbys);
+ * logical decoding does not decode in-place updates, so a logical replica
+ * of ordering.sequences would see only the first number a transaction took
+ * for a resource (the outbox rows themselves replicate as usual).  The
+ * tuple keeps its length (only the bigint changes), which
+ * heap_inplace_update() requires; anything else takes heap_update().
+ *
+ * Finding the row (keyed_fetch)
+ *
+ * Every event reads and rewrites one row, so finding it is the hot path.
+ * Each backend remembers, in a small two-way set-associative cache, the TID
+ * of the index entry (the root of the row's HOT chain) where it last found
+ * each key.  A HOT update keeps that root, and pruning turns it into a
+ * redirect to the newest version, so the cached TID usually leads straight
+ * to the row without descending the btree.  The cache is only a hint: a TID is
+ * followed with the same visibility rule (SnapshotSelf) as an index probe,
+ * the tuple found is accepted only if its key columns equal the key (the
+ * line pointer may have been reused by another key after the chain died),
+ * and anything else falls back to the index probe.  At most one version of a
+ * key is visible under SnapshotSelf at a time (updaters of a row are
+ * serialized by heap_update), so a visible tuple with our key is the row.
+ * Blocks past the end of the table (after VACUUM truncated it) are not
+ * read; TRUNCATE, VACUUM FULL and CLUSTER send a relcache invalidation,
+ * which empties the cache.
+ *
+ * We also do not let every visit prune the page.  heapam's index fetch
+ * prunes whenever the page has less free space than the fillfactor leaves,
+ * which with our fillfactor is always, so nearly every event paid for a
+ * prune that removed one dead version.  We prune only when the page is
+ * short of room for the next HOT updates (KEYED_PRUNE_FREE), removing many
+ * dead versions at once.  Index entries whose whole HOT chain is dead are
+ * marked killed during the index probe, as index scans do.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -50,14 +94,15 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "common/hashfn.h"
-#include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -67,6 +112,26 @@
 #define KEYED_ATT_KEY2	2
 #define KEYED_ATT_VALUE 3
 #define KEYED_NATTS		3
+
+/* prune a page when it has less free space than this (see file header) */
+#define KEYED_PRUNE_FREE		(BLCKSZ / 8)
+
+/*
+ * Entries of the TID cache (a power of two), in sets of two: 16 bytes each,
+ * 512 kB per backend that uses the tables (allocated on first use), enough
+ * for nearly every row of 10,000 busy resources to be found without the
+ * index.  More resources than that simply take the index more often.
+ */
+#define KEYED_TID_CACHE_SIZE	32768
+
+typedef struct KeyedTidSlot
+{
+	uint32		hashcheck;		/* high half of keyed_hash() of the key */
+	Oid			relid;			/* InvalidOid: empty slot */
+	ItemPointerData tid;		/* root of the row's HOT chain */
+} KeyedTidSlot;
+
+static KeyedTidSlot *keyed_tid_cache = NULL;
 
 /* field4 of our key locks: users' advisory locks use 1 and 2 */
 #define KEYED_LOCK_FIELD4_BASE	0x4F00
@@ -90,7 +155,13 @@ keyed_relcache_callback(Datum arg, Oid relid)
 		KeyedTable *kt = keyed_tables[i];
 
 		if (relid == InvalidOid || relid == kt->relid || relid == kt->indexid)
+		{
 			kt->relid = kt->indexid = InvalidOid;
+			/* a new relfilenode makes every cached TID meaningless */
+			if (keyed_tid_cache != NULL)
+				MemSet(keyed_tid_cache, 0,
+					   sizeof(KeyedTidSlot) * KEYED_TID_CACHE_SIZE);
+		}
 	}
 }
 
@@ -161,16 +232,148 @@ keyed_close(Relation rel, Relation idx)
 }
 
 /*
+ * The 64-bit hash of a key: the TID cache's key and the key lock's tag.
+ */
+static uint64
+keyed_hash(text *key1, text *key2)
+{
+	uint64		hash;
+
+	hash = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key1),
+							   VARSIZE_ANY_EXHDR(key1), 0);
+	return hash_bytes_extended((const unsigned char *) VARDATA_ANY(key2),
+							   VARSIZE_ANY_EXHDR(key2), hash);
+}
+
+/*
+ * The TID cache's set of a key (two entries, the most recently found first),
+ * allocated on first use.
+ */
+static KeyedTidSlot *
+keyed_cache_set(uint64 hash)
+{
+	if (keyed_tid_cache == NULL)
+		keyed_tid_cache = MemoryContextAllocZero(TopMemoryContext,
+												 sizeof(KeyedTidSlot) * KEYED_TID_CACHE_SIZE);
+	return &keyed_tid_cache[(hash & (KEYED_TID_CACHE_SIZE / 2 - 1)) * 2];
+}
+
+/*
+ * Remember where a key's row is: the root of its HOT chain.
+ */
+static void
+keyed_cache_remember(Relation rel, uint64 hash, ItemPointer root)
+{
+	KeyedTidSlot *set = keyed_cache_set(hash);
+
+	set[1] = set[0];
+	set[0].relid = RelationGetRelid(rel);
+	set[0].hashcheck = (uint32) (hash >> 32);
+	set[0].tid = *root;
+}
+
+/*
+ * Prune a page that is short of room for HOT updates (see file header).
+ * Like heap_page_prune_opt(), this looks at the page without a lock: a stale
+ * answer only moves the prune to a later visit.
+ */
+static void
+keyed_maybe_prune(Relation rel, Buffer buf)
+{
+	if (PageGetHeapFreeSpace(BufferGetPage(buf)) < KEYED_PRUNE_FREE)
+		heap_page_prune_opt(rel, buf);
+}
+
+/*
+ * Does a stored key column equal the key?  A compressed or external value is
+ * reported as different: the caller then asks the index, which knows.
+ */
+static bool
+keyed_column_equals(HeapTuple tuple, TupleDesc desc, AttrNumber attno, text *key)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attno, desc, &isnull);
+	struct varlena *v;
+
+	if (isnull)
+		return false;
+	v = (struct varlena *) DatumGetPointer(d);
+	if (VARATT_IS_COMPRESSED(v) || VARATT_IS_EXTERNAL(v))
+		return false;
+	return VARSIZE_ANY_EXHDR(v) == VARSIZE_ANY_EXHDR(key) &&
+		memcmp(VARDATA_ANY(v), VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)) == 0;
+}
+
+/*
+ * Follow a HOT chain from its root to the version we may see, in a pinned
+ * buffer.  Returns a copy of it, or NULL.  *all_dead tells whether the whole
+ * chain is dead to everyone (its index entry may then be killed); check_key
+ * asks to return the tuple only if its key is (key1, key2).
+ */
+static HeapTuple
+keyed_fetch_chain(Relation rel, Buffer buf, ItemPointer root, bool check_key,
+				  text *key1, text *key2, bool *all_dead)
+{
+	HeapTupleData tuple;
+	ItemPointerData tid = *root;
+	HeapTuple	result = NULL;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	if (heap_hot_search_buffer(&tid, rel, buf, SnapshotSelf, &tuple,
+							   all_dead, true) &&
+		(!check_key ||
+		 (keyed_column_equals(&tuple, RelationGetDescr(rel), KEYED_ATT_KEY1, key1) &&
+		  keyed_column_equals(&tuple, RelationGetDescr(rel), KEYED_ATT_KEY2, key2))))
+		result = heap_copytuple(&tuple);
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	return result;
+}
+
+/*
  * Find the newest version of (key1, key2) that we may see: committed, or our
- * own.  Returns a copy, or NULL.
+ * own.  Returns a copy, or NULL.  Tries the cached TID first, then probes
+ * the primary key (see file header).
  */
 static HeapTuple
 keyed_fetch(Relation rel, Relation idx, text *key1, text *key2)
 {
+	uint64		hash = keyed_hash(key1, key2);
+	KeyedTidSlot *set;
 	ScanKeyData keys[2];
 	IndexScanDesc scan;
-	TupleTableSlot *slot;
+	ItemPointer tid;
+	Buffer		buf = InvalidBuffer;
 	HeapTuple	tuple = NULL;
+
+	set = keyed_cache_set(hash);
+
+	for (int way = 0; way < 2; way++)
+	{
+		KeyedTidSlot *slot = &set[way];
+
+		if (slot->relid != RelationGetRelid(rel) ||
+			slot->hashcheck != (uint32) (hash >> 32) ||
+			ItemPointerGetBlockNumber(&slot->tid) >= RelationGetNumberOfBlocks(rel))
+			continue;
+		/* our RowExclusiveLock or AccessShareLock keeps VACUUM from truncating */
+		buf = ReadBuffer(rel, ItemPointerGetBlockNumber(&slot->tid));
+		keyed_maybe_prune(rel, buf);
+		tuple = keyed_fetch_chain(rel, buf, &slot->tid, true, key1, key2, NULL);
+		ReleaseBuffer(buf);
+		buf = InvalidBuffer;
+		if (tuple != NULL)
+		{
+			if (way == 1)
+			{
+				KeyedTidSlot tmp = set[0];
+
+				set[0] = set[1];
+				set[1] = tmp;
+			}
+			return tuple;
+		}
+		slot->relid = InvalidOid;	/* stale: forget it */
+	}
 
 	/* ScanKeyInit compares in the "C" collation, the columns' collation */
 	ScanKeyInit(&keys[0], KEYED_ATT_KEY1, BTEqualStrategyNumber, F_TEXTEQ,
@@ -178,13 +381,31 @@ keyed_fetch(Relation rel, Relation idx, text *key1, text *key2)
 	ScanKeyInit(&keys[1], KEYED_ATT_KEY2, BTEqualStrategyNumber, F_TEXTEQ,
 				PointerGetDatum(key2));
 
-	slot = table_slot_create(rel, NULL);
 	scan = index_beginscan(rel, idx, SnapshotSelf, 2, 0);
 	index_rescan(scan, keys, 2, NULL, 0);
-	if (index_getnext_slot(scan, ForwardScanDirection, slot))
-		tuple = ExecCopySlotHeapTuple(slot);
+	while ((tid = index_getnext_tid(scan, ForwardScanDirection)) != NULL)
+	{
+		bool		all_dead = false;
+
+		if (!BufferIsValid(buf) ||
+			BufferGetBlockNumber(buf) != ItemPointerGetBlockNumber(tid))
+		{
+			buf = ReleaseAndReadBuffer(buf, rel, ItemPointerGetBlockNumber(tid));
+			keyed_maybe_prune(rel, buf);
+		}
+		tuple = keyed_fetch_chain(rel, buf, tid, false, NULL, NULL, &all_dead);
+		if (tuple != NULL)
+		{
+			keyed_cache_remember(rel, hash, tid);
+			break;
+		}
+		/* as index_fetch_heap() does: later scans skip a dead chain */
+		if (!scan->xactStartedInRecovery)
+			scan->kill_prior_tuple = all_dead;
+	}
+	if (BufferIsValid(buf))
+		ReleaseBuffer(buf);
 	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
 
 	return tuple;
 }
@@ -233,6 +454,23 @@ keyed_update(Relation rel, Relation idx, HeapTuple oldtup, int64 value)
 
 	newtup = heap_modify_tuple_by_cols(oldtup, RelationGetDescr(rel),
 									   1, &column, &newvalue, &newisnull);
+
+	/*
+	 * A version written by this very (sub)transaction is overwritten in
+	 * place: see the file header for why that is safe.  It keeps a
+	 * multi-row statement from growing one HOT chain and one combo CID per
+	 * event.
+	 */
+	if (TransactionIdEquals(HeapTupleHeaderGetRawXmin(oldtup->t_data),
+							GetCurrentTransactionIdIfAny()) &&
+		newtup->t_len == oldtup->t_len &&
+		newtup->t_data->t_hoff == oldtup->t_data->t_hoff)
+	{
+		heap_inplace_update(rel, newtup);
+		heap_freetuple(newtup);
+		return TM_Ok;
+	}
+
 	result = heap_update(rel, &oldtup->t_self, newtup,
 						 GetCurrentCommandId(true), InvalidSnapshot,
 						 true, &tmfd, &lockmode);
@@ -273,6 +511,8 @@ keyed_insert(Relation rel, Relation idx, text *key1, text *key2, int64 value)
 	tuple = heap_form_tuple(RelationGetDescr(rel), values, isnull);
 	heap_insert(rel, tuple, GetCurrentCommandId(true), 0, NULL);
 	keyed_index_insert(rel, idx, tuple, UNIQUE_CHECK_YES);
+	/* a new row is the root of its chain; if we roll back, the hint is stale */
+	keyed_cache_remember(rel, keyed_hash(key1, key2), &tuple->t_self);
 	CommandCounterIncrement();
 	heap_freetuple(tuple);
 }
@@ -285,13 +525,9 @@ keyed_insert(Relation rel, Relation idx, text *key1, text *key2, int64 value)
 void
 keyed_lock_key(KeyedTable *kt, text *key1, text *key2)
 {
-	uint64		hash;
+	uint64		hash = keyed_hash(key1, key2);
 	LOCKTAG		tag;
 
-	hash = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key1),
-							   VARSIZE_ANY_EXHDR(key1), 0);
-	hash = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key2),
-							   VARSIZE_ANY_EXHDR(key2), hash);
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (hash >> 32),
 						 (uint32) hash, KEYED_LOCK_FIELD4_BASE + kt->lockclass);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);

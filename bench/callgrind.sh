@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+#
+# Instructions per sequenced insert, counted by callgrind: deterministic, so
+# it can choose between implementations while the machine is busy (pgbench
+# ratios on a shared machine are not).  Runs a single-user backend
+# (postgres --single, no WAL writer, no contention) on a fresh cluster for
+# each variant: WARM single-row INSERTs into 10,000 resources, then N more;
+# the difference of two runs' totals / N is the cost of one INSERT statement
+# (one transaction each), the warm-up excluded.
+#
+#   bash bench/callgrind.sh [--warm W] [--inserts N] [--batch] [variant ...]
+#
+# variants: plain ordering plpgsql (default all).  --batch makes each
+# statement a 100-row multi-resource INSERT (cost then per row).
+# CG_KEEP=PREFIX keeps the callgrind files as PREFIX.variant (with the N
+# measured statements) and PREFIX.variant.0 (without).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$here/test/lib.sh"
+
+warm=20000
+n=5000
+batch=0
+variants=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+		--warm) warm=$2; shift 2 ;;
+		--inserts) n=$2; shift 2 ;;
+		--batch) batch=1; shift ;;
+		-h|--help) sed -n '3,15p' "$0"; exit 0 ;;
+		*) variants+=("$1"); shift ;;
+	esac
+done
+[ ${#variants[@]} -eq 0 ] && variants=(plain ordering plpgsql)
+
+ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev valgrind
+sandbox_create "$here"
+trap 'sandbox_destroy' EXIT
+sandbox_build
+
+# statements: $1 table, $2 count, $3 first resource offset
+statements() {
+	local table=$1 count=$2 i seqcol="" seqval=""
+	[ "$table" = plain_outbox ] && { seqcol=", seq"; seqval=", nextval('plain_seq')"; }
+	if [ "$batch" -eq 1 ]; then
+		for i in $(seq 1 "$count"); do
+			printf "%s\n\n" "INSERT INTO $table (resource_id$seqcol, event_type, payload) SELECT 'r' || ((g * 7919 + $i * 101) % 10000)$seqval, 'e', '{\"k\": 1}' FROM generate_series(1, 100) g;"
+		done
+	else
+		awk -v t="$table" -v n="$count" -v o="$3" -v sc="$seqcol" -v sv="$seqval" 'BEGIN {
+			for (i = 1; i <= n; i++)
+				printf "INSERT INTO %s (resource_id%s, event_type, payload) VALUES (%s%s, %s, %s);\n\n",
+					t, sc, "'"'"'r" ((i + o) * 7919 % 10000) "'"'"'", sv, "'"'"'e'"'"'", "'"'"'{\"k\": 1}'"'"'"
+		}'
+	fi
+}
+
+# total instructions of one single-user session: $1 variant, $2 measured count
+run_one() {
+	local v=$1 count=$2 table data=$SANDBOX/data_$1_$2
+	case "$v" in
+		plain) table=plain_outbox ;;
+		ordering) table=ext_outbox ;;
+		plpgsql) table=plpgsql_outbox ;;
+		*) echo "unknown variant $v" >&2; exit 2 ;;
+	esac
+	as_postgres initdb -D "$data" -A trust -U postgres >/dev/null
+	echo "shared_preload_libraries = 'ordering'" >>"$data/postgresql.conf"
+	# -j: a command ends at a semicolon followed by an empty line
+	{
+		cat "$SANDBOX/src/bench/sql/setup_producer.sql"
+		echo
+		if [ "$batch" -eq 1 ]; then
+			statements "$table" $((warm / 100)) 0
+		else
+			statements "$table" "$warm" 0
+		fi
+		statements "$table" "$count" "$warm"
+	} >"$SANDBOX/in_${v}_${count}.sql"
+	chown postgres: "$SANDBOX/in_${v}_${count}.sql" 2>/dev/null || true
+	as_postgres valgrind --tool=callgrind --callgrind-out-file="$SANDBOX/cg.$v.$count" \
+		"$SANDBOX_BIN/postgres" --single -D "$data" -j postgres \
+		<"$SANDBOX/in_${v}_${count}.sql" >"$SANDBOX/out.$v.$count" 2>"$SANDBOX/err.$v.$count"
+	grep -q ERROR "$SANDBOX/out.$v.$count" && { grep ERROR "$SANDBOX/out.$v.$count" | head >&2; exit 1; }
+	sed -n 's/^summary: \([0-9]*\).*/\1/p' "$SANDBOX/cg.$v.$count"
+}
+
+unit="INSERT"
+[ "$batch" -eq 1 ] && unit="row (100-row INSERTs)"
+for v in "${variants[@]}"; do
+	t0=$(run_one "$v" 0)
+	t1=$(run_one "$v" "$n")
+	rows=$n
+	[ "$batch" -eq 1 ] && rows=$((n * 100))
+	awk -v v="$v" -v a="$t0" -v b="$t1" -v n="$rows" -v u="$unit" \
+		'BEGIN {printf "%-10s %8.0f instructions per %s\n", v, (b - a) / n, u}'
+	if [ -n "${CG_KEEP:-}" ]; then
+		cp "$SANDBOX/cg.$v.$n" "$CG_KEEP.$v"
+		cp "$SANDBOX/cg.$v.0" "$CG_KEEP.$v.0"
+	fi
+done

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+#
+# The table of bench/run.sh from its raw runs: per workload and variant the
+# median tps over the rounds, its ratio to the median of the workload's
+# baseline ("ratio", the figure the targets use), the median of the
+# per-round ratios to the baseline run of the same round ("paired", less
+# sensitive to load that drifts between rounds), and the failed transactions.
+# The baseline of a workload is named by a "# baseline WORKLOAD VARIANT" line.
+#
+#   bash bench/table.sh RAW.txt
+set -euo pipefail
+raw=$1
+awk '
+	function median(list,    n, a, i, j, t) {
+		n = split(list, a, " ")
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) {
+				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+			}
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	/^# baseline / { base[$3] = $4; next }
+	/^#/ { next }
+	{
+		round = $1; w = $2; v = $3
+		# raw files without baseline lines ran the baseline first
+		if (!(w in wseen)) { wseen[w] = 1; worder[++nw] = w; if (!(w in base)) base[w] = v }
+		if (!((w, v) in vseen)) { vseen[w, v] = 1; vorder[w, ++nv[w]] = v }
+		tps[w, v, round] = $4; all[w, v] = all[w, v] " " $4; failed[w, v] += $5
+		rounds[round] = 1
+	}
+	END {
+		printf "%-16s %-16s %12s %8s %8s %8s\n", "workload", "variant", "median_tps", "ratio", "paired", "failed"
+		for (i = 1; i <= nw; i++) {
+			w = worder[i]; b = median(all[w, base[w]])
+			# the baseline first, then the others as they first ran
+			for (j = 0; j <= nv[w]; j++) {
+				v = j == 0 ? base[w] : vorder[w, j]
+				if (j > 0 && v == base[w])
+					continue
+				pr = ""
+				for (r in rounds)
+					if (((w, v, r) in tps) && tps[w, base[w], r] > 0)
+						pr = pr " " tps[w, v, r] / tps[w, base[w], r]
+				m = median(all[w, v])
+				printf "%-16s %-16s %12.0f %7.2fx %7.2fx %8d\n", w, v, m, (b > 0 ? m / b : 0), median(pr), failed[w, v]
+			}
+		}
+	}' "$raw"

@@ -1,0 +1,83 @@
+-- The hot paths of keyed.c: a version rewritten in place by its own
+-- subtransaction, the per-backend TID cache, and what must defeat both.
+\set VERBOSITY terse
+
+-- One statement advancing one counter many times: the first number writes a
+-- new version, the rest rewrite that version in place; all consecutive.
+SELECT array_agg(ordering.next_sequence('hp', 'a') ORDER BY g) AS seqs
+  FROM generate_series(1, 5) g;
+SELECT ordering.last_sequence('hp', 'a');
+
+-- In-place rewrites inside a savepoint are given back by its rollback, and
+-- the parent's version keeps the value it had before the savepoint.
+BEGIN;
+SELECT ordering.next_sequence('hp', 'a');              -- 6, parent version
+SAVEPOINT s1;
+SELECT array_agg(ordering.next_sequence('hp', 'a') ORDER BY g) AS seqs
+  FROM generate_series(1, 3) g;                        -- 7..9 in s1
+SAVEPOINT s2;
+SELECT ordering.next_sequence('hp', 'a');              -- 10 in s2
+RELEASE s2;
+SELECT ordering.next_sequence('hp', 'a');              -- 11: s2's work is s1's now
+ROLLBACK TO s1;
+SELECT ordering.last_sequence('hp', 'a');              -- 6 again
+SELECT array_agg(ordering.next_sequence('hp', 'a') ORDER BY g) AS seqs
+  FROM generate_series(1, 2) g;                        -- 7, 8
+COMMIT;
+SELECT ordering.last_sequence('hp', 'a');              -- 8
+
+-- A rolled-back transaction that rewrote its own version in place leaves
+-- the committed value.
+BEGIN;
+SELECT array_agg(ordering.next_sequence('hp', 'a') ORDER BY g) AS seqs
+  FROM generate_series(1, 4) g;
+ROLLBACK;
+SELECT ordering.next_sequence('hp', 'a');              -- 9
+
+-- Rewriting the table (new relfilenode) empties the TID cache: numbers go on.
+VACUUM FULL ordering.sequences;
+SELECT ordering.next_sequence('hp', 'a');              -- 10
+CLUSTER ordering.sequences USING sequences_pkey;
+SELECT ordering.next_sequence('hp', 'a');              -- 11
+
+-- A cached TID whose row was deleted and whose line pointer another key may
+-- reuse: the key check sends the lookup to the index, which finds nothing.
+SELECT ordering.next_sequence('hp', 'gone');           -- 1, now cached
+DELETE FROM ordering.sequences WHERE stream = 'hp' AND resource_id = 'gone';
+VACUUM ordering.sequences;
+SELECT ordering.next_sequence('hp', 'new-' || g) FROM generate_series(1, 3) g;
+SELECT ordering.next_sequence('hp', 'gone');           -- 1: a new counter
+SELECT resource_id, last_seq FROM ordering.sequences
+ WHERE stream = 'hp' ORDER BY resource_id;
+
+-- A cached TID whose row was replaced by a new row of the same key (say, an
+-- operator raised a counter by deleting and inserting it): the dead chain is
+-- not visible, the index finds the new row.
+SELECT ordering.next_sequence('hp', 'moved');          -- 1, now cached
+DELETE FROM ordering.sequences WHERE stream = 'hp' AND resource_id = 'moved';
+INSERT INTO ordering.sequences VALUES ('hp', 'moved', 41);
+SELECT ordering.next_sequence('hp', 'moved');          -- 42
+SELECT ordering.next_sequence('hp', 'moved');          -- 43, from the cache again
+
+-- A new row is cached when it is created; if its creation is rolled back,
+-- the hint leads to a dead tuple and the key is created again.
+BEGIN;
+SAVEPOINT s;
+SELECT ordering.next_sequence('hp', 'fresh');          -- 1, created and cached
+ROLLBACK TO s;
+SELECT ordering.next_sequence('hp', 'fresh');          -- 1 again
+SELECT ordering.next_sequence('hp', 'fresh');          -- 2, in place
+COMMIT;
+SELECT ordering.next_sequence('hp', 'fresh');          -- 3
+
+-- Consumer positions use the same paths: several events of one resource
+-- applied in one transaction, some in a rolled-back savepoint.
+BEGIN;
+SELECT ordering.apply_if_newer('hp', 'r', 1), ordering.apply_if_newer('hp', 'r', 2);
+SAVEPOINT s;
+SELECT ordering.apply_if_newer('hp', 'r', 5), ordering.apply_if_newer('hp', 'r', 7);
+ROLLBACK TO s;
+SELECT ordering.position('hp', 'r');                   -- 2
+SELECT ordering.apply_if_newer('hp', 'r', 3);
+COMMIT;
+SELECT ordering.position('hp', 'r');                   -- 3
