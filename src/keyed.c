@@ -47,9 +47,9 @@
  * with it whatever its value was.  Only the exact current subtransaction
  * counts: a version of the parent must survive a rollback to savepoint with
  * its old value.  The overwrite is WAL-logged (crash recovery, standbys);
- * logical decoding does not decode in-place updates, so a logical replica
- * of ordering.sequences would see only the first number a transaction took
- * for a resource (the outbox rows themselves replicate as usual).  The
+ * logical decoding does not decode in-place updates, so with wal_level =
+ * logical (RelationIsLogicallyLogged) we always add a version, and a logical
+ * replica of ordering.sequences sees every number.  The
  * tuple keeps its length (only the bigint changes), which
  * heap_inplace_update() requires; anything else takes heap_update().
  *
@@ -90,6 +90,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/catalog.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
@@ -461,7 +462,8 @@ keyed_update(Relation rel, Relation idx, HeapTuple oldtup, int64 value)
 	 * multi-row statement from growing one HOT chain and one combo CID per
 	 * event.
 	 */
-	if (TransactionIdEquals(HeapTupleHeaderGetRawXmin(oldtup->t_data),
+	if (!RelationIsLogicallyLogged(rel) &&
+		TransactionIdEquals(HeapTupleHeaderGetRawXmin(oldtup->t_data),
 							GetCurrentTransactionIdIfAny()) &&
 		newtup->t_len == oldtup->t_len &&
 		newtup->t_data->t_hoff == oldtup->t_data->t_hoff)
