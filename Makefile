@@ -11,6 +11,7 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" ordering.contro
 MODULE_big = ordering
 OBJS = \
 	src/ordering.o \
+	src/catalog.o \
 	src/keyed.o \
 	src/producer.o \
 	src/consumer.o \

@@ -245,16 +245,11 @@ parked_check_direct(Relation rel)
 static void
 cached_resolve(CachedRel *cr)
 {
-	Oid			nspid = get_namespace_oid("ordering", false);
-	Oid			relid = get_relname_relid(cr->relname, nspid);
+	Oid			relid = ordering_relation_oid(cr->relname);
 	Relation	rel;
 	Oid			indexid;
 	bool		ok;
 
-	if (!OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation \"ordering.%s\" does not exist", cr->relname)));
 	rel = table_open(relid, AccessShareLock);
 	indexid = RelationGetPrimaryKeyIndex(rel);
 	ok = OidIsValid(indexid);
@@ -279,10 +274,7 @@ cached_resolve(CachedRel *cr)
 	}
 	table_close(rel, AccessShareLock);
 	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"ordering.%s\" has been altered", cr->relname),
-				 errhint("Reinstall the extension ordering.")));
+		ordering_relation_altered(cr->relname);
 
 	if (!consumer_callback_registered)
 	{

@@ -92,7 +92,6 @@
 #include "access/xact.h"
 #include "catalog/catalog.h"
 #include "catalog/index.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
@@ -108,6 +107,7 @@
 #include "utils/snapmgr.h"
 
 #include "keyed.h"
+#include "ordering.h"
 
 #define KEYED_ATT_KEY1	1
 #define KEYED_ATT_KEY2	2
@@ -173,16 +173,10 @@ keyed_relcache_callback(Datum arg, Oid relid)
 static void
 keyed_resolve(KeyedTable *kt)
 {
-	Oid			nspid = get_namespace_oid("ordering", false);
-	Oid			relid = get_relname_relid(kt->relname, nspid);
+	Oid			relid = ordering_relation_oid(kt->relname);
 	Relation	rel;
 	TupleDesc	desc;
 	Oid			indexid;
-
-	if (!OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation \"ordering.%s\" does not exist", kt->relname)));
 
 	rel = table_open(relid, AccessShareLock);
 	desc = RelationGetDescr(rel);
@@ -193,10 +187,7 @@ keyed_resolve(KeyedTable *kt)
 		TupleDescAttr(desc, KEYED_ATT_VALUE - 1)->atttypid != INT8OID ||
 		!OidIsValid(indexid) ||
 		list_length(RelationGetIndexList(rel)) != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"ordering.%s\" has been altered", kt->relname),
-				 errhint("Reinstall the extension ordering.")));
+		ordering_relation_altered(kt->relname);
 	table_close(rel, AccessShareLock);
 
 	if (!keyed_callback_registered)

@@ -23,4 +23,8 @@ extern bool ordering_preloaded;
 /* Registers the background worker launcher; worker.c */
 extern void ordering_worker_register(void);
 
+/* The extension's own relations, in catalog.c */
+extern Oid	ordering_relation_oid(const char *relname);
+extern void ordering_relation_altered(const char *relname) pg_attribute_noreturn();
+
 #endif							/* ORDERING_H */

@@ -1,0 +1,46 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  Finding the extension's own relations.
+ *
+ * The C code that reads and writes the extension's tables below the
+ * executor (keyed.c, consumer.c) caches their OIDs per backend, checks once
+ * that they still have the shape it relies on, and forgets them on relcache
+ * invalidation.  The lookup and the complaint are shared here.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "utils/lsyscache.h"
+
+#include "ordering.h"
+
+/*
+ * The OID of relation "ordering.relname"; an error if there is none.
+ */
+Oid
+ordering_relation_oid(const char *relname)
+{
+	Oid			nspid = get_namespace_oid("ordering", false);
+	Oid			relid = get_relname_relid(relname, nspid);
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation \"ordering.%s\" does not exist", relname)));
+	return relid;
+}
+
+/*
+ * Complain that "ordering.relname" no longer has the shape the C code needs.
+ */
+void
+ordering_relation_altered(const char *relname)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("relation \"ordering.%s\" has been altered", relname),
+			 errhint("Reinstall the extension ordering.")));
+}
