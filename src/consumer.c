@@ -961,6 +961,24 @@ payload_arg(FunctionCallInfo fcinfo)
 }
 
 /*
+ * Hand the ready events back as the (seq, payload) rows of a set-returning
+ * call (deliver() and skip_gap()).
+ */
+static void
+ready_return(ReadyList *ready, ReturnSetInfo *rsinfo)
+{
+	for (int i = 0; i < ready->n; i++)
+	{
+		Datum		values[2];
+		bool		nulls[2] = {false, ready->events[i].isnull};
+
+		values[0] = Int64GetDatum(ready->events[i].seq);
+		values[1] = ready->events[i].payload;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
+
+/*
  * ordering.deliver(consumer text, resource_id text, seq bigint,
  *					payload jsonb) returns table (seq bigint, payload jsonb)
  */
@@ -978,15 +996,7 @@ ordering_deliver(PG_FUNCTION_ARGS)
 	deliver_event(consumer, resource, seq, payload_arg(fcinfo), PG_ARGISNULL(3),
 				  &ready);
 
-	for (int i = 0; i < ready.n; i++)
-	{
-		Datum		values[2];
-		bool		nulls[2] = {false, ready.events[i].isnull};
-
-		values[0] = Int64GetDatum(ready.events[i].seq);
-		values[1] = ready.events[i].payload;
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+	ready_return(&ready, rsinfo);
 	return (Datum) 0;
 }
 
@@ -1141,14 +1151,6 @@ ordering_skip_gap(PG_FUNCTION_ARGS)
 		ordering_stats_count(name, ORDERING_EVENT_APPLIED, ready.n);
 		ordering_stats_count(name, ORDERING_EVENT_DRAINED, ready.n);
 	}
-	for (int i = 0; i < ready.n; i++)
-	{
-		Datum		values[2];
-		bool		nulls[2] = {false, ready.events[i].isnull};
-
-		values[0] = Int64GetDatum(ready.events[i].seq);
-		values[1] = ready.events[i].payload;
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+	ready_return(&ready, rsinfo);
 	return (Datum) 0;
 }
