@@ -42,16 +42,19 @@ sandbox_build
 # statements: $1 table, $2 count, $3 first resource offset
 statements() {
 	local table=$1 count=$2 i seqcol="" seqval=""
-	[ "$table" = plain_outbox ] && { seqcol=", seq"; seqval=", nextval('plain_seq')"; }
+	# plain: the client supplies a unique seq (see bench/sql/plain.sql)
+	[ "$table" = plain_outbox ] && seqcol=", seq"
 	if [ "$batch" -eq 1 ]; then
 		for i in $(seq 1 "$count"); do
+			[ -n "$seqcol" ] && seqval=", $(($3 + i)) * 1000 + g"
 			printf "%s\n\n" "INSERT INTO $table (resource_id$seqcol, event_type, payload) SELECT 'r' || ((g * 7919 + $i * 101) % 10000)$seqval, 'e', '{\"k\": 1}' FROM generate_series(1, 100) g;"
 		done
 	else
-		awk -v t="$table" -v n="$count" -v o="$3" -v sc="$seqcol" -v sv="$seqval" 'BEGIN {
+		awk -v t="$table" -v n="$count" -v o="$3" -v sc="$seqcol" 'BEGIN {
 			for (i = 1; i <= n; i++)
 				printf "INSERT INTO %s (resource_id%s, event_type, payload) VALUES (%s%s, %s, %s);\n\n",
-					t, sc, "'"'"'r" ((i + o) * 7919 % 10000) "'"'"'", sv, "'"'"'e'"'"'", "'"'"'{\"k\": 1}'"'"'"
+					t, sc, "'"'"'r" ((i + o) * 7919 % 10000) "'"'"'",
+					(sc == "" ? "" : ", " (i + o)), "'"'"'e'"'"'", "'"'"'{\"k\": 1}'"'"'"
 		}'
 	fi
 }

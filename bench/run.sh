@@ -18,6 +18,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$here/test/lib.sh"
+. "$here/bench/cgroup.sh"
 
 args="$*"
 rounds=5
@@ -55,7 +56,7 @@ ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev \
 	postgresql-15-pgq3 gnuplot-nox
 mkdir -p "$out"
 sandbox_create "$here"
-trap 'as_postgres pg_ctl -D "$SANDBOX/data" -m immediate stop >/dev/null 2>&1 || true; sandbox_destroy' EXIT
+trap 'as_postgres pg_ctl -D "$SANDBOX/data" -m immediate stop >/dev/null 2>&1 || true; cpu_cgroup_remove; sandbox_destroy' EXIT
 sandbox_build
 
 data=$SANDBOX/data
@@ -69,10 +70,20 @@ synchronous_commit = off
 shared_buffers = 512MB
 max_wal_size = 4GB
 checkpoint_timeout = 30min
+autovacuum = off
 EOF
 as_postgres pg_ctl -D "$data" -l "$SANDBOX/server.log" -w start >/dev/null
+cpu_cgroup_attach "$(head -n1 "$data/postmaster.pid")"
 
 psql_bench() { as_postgres psql -X -q -h "$sock" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
+
+# Every run starts from the same state of the machinery: the garbage of the
+# previous runs vacuumed away and a fresh checkpoint, both before the clock
+# starts.  Autovacuum is off (see RESULTS.md): its CPU would land on
+# whichever variant happened to run, not on the one that made the garbage.
+settle() {
+	psql_bench -c "VACUUM" -c "CHECKPOINT" >/dev/null
+}
 psql_bench -f "$SANDBOX/src/bench/sql/setup_producer.sql" >/dev/null
 psql_bench -c "CREATE EXTENSION pgq" -c "SELECT pgq.create_queue('bench')" >/dev/null
 psql_bench -f "$SANDBOX/src/bench/sql/setup_consumer.sql" >/dev/null
@@ -86,7 +97,7 @@ psql_bench -f "$SANDBOX/src/bench/sql/setup_consumer.sql" >/dev/null
 
 raw=$out/raw.txt
 {
-	echo "# round workload variant tps failed"
+	echo "# round workload variant tps failed server_cpu_us_per_transaction"
 	for w in "${workloads[@]}"; do
 		IFS='|' read -r name clients defs baseline variants reset <<<"$w"
 		echo "# baseline $name $baseline"
@@ -105,12 +116,19 @@ for round in $(seq 1 "$rounds"); do
 		for i in $(seq 0 $((n - 1))); do
 			v=${vs[$(((i + round) % n))]}
 			[ -n "$reset" ] && psql_bench -f "$SANDBOX/src/bench/sql/$reset.sql" >/dev/null
+			settle
+			cpu0=$(cpu_cgroup_usage_us)
 			res=$(as_postgres pgbench -n -h "$sock" -U postgres -T "$seconds" \
 				-c "$clients" -j "$clients" "${dopts[@]}" \
 				-f "$SANDBOX/src/bench/sql/$v.sql" postgres 2>&1) || { echo "$res" >&2; exit 1; }
+			cpu1=$(cpu_cgroup_usage_us)
 			tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$res")
 			failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' <<<"$res")
-			echo "$round $name $v ${tps:-0} ${failed:-0}" | tee -a "$raw"
+			ntx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$res")
+			cpu=-
+			[ -n "$cpu0" ] && [ "${ntx:-0}" -gt 0 ] &&
+				cpu=$(awk -v a="$cpu0" -v b="$cpu1" -v n="$ntx" 'BEGIN {printf "%.2f", (b - a) / n}')
+			echo "$round $name $v ${tps:-0} ${failed:-0} $cpu" | tee -a "$raw"
 		done
 	done
 done

@@ -4,7 +4,12 @@
 # median tps over the rounds, its ratio to the median of the workload's
 # baseline ("ratio", the figure the targets use), the median of the
 # per-round ratios to the baseline run of the same round ("paired", less
-# sensitive to load that drifts between rounds), and the failed transactions.
+# sensitive to load that drifts between rounds), the failed transactions, the
+# median server CPU per transaction in microseconds (bench/cgroup.sh; "-"
+# when not measured) and its ratio: the baseline's CPU per transaction over
+# the variant's, which, like "ratio", is above 1 when the variant is cheaper.
+# Other load on the machine moves tps a lot and server CPU per transaction
+# little.
 # The baseline of a workload is named by a "# baseline WORKLOAD VARIANT" line.
 #
 #   bash bench/table.sh RAW.txt
@@ -27,12 +32,14 @@ awk '
 		if (!(w in wseen)) { wseen[w] = 1; worder[++nw] = w; if (!(w in base)) base[w] = v }
 		if (!((w, v) in vseen)) { vseen[w, v] = 1; vorder[w, ++nv[w]] = v }
 		tps[w, v, round] = $4; all[w, v] = all[w, v] " " $4; failed[w, v] += $5
+		if (NF >= 6 && $6 != "-") cpu[w, v] = cpu[w, v] " " $6
 		rounds[round] = 1
 	}
 	END {
-		printf "%-16s %-16s %12s %8s %8s %8s\n", "workload", "variant", "median_tps", "ratio", "paired", "failed"
+		printf "%-16s %-16s %12s %8s %8s %8s %8s %9s\n", "workload", "variant", "median_tps", "ratio", "paired", "failed", "cpu_us", "cpu_ratio"
 		for (i = 1; i <= nw; i++) {
 			w = worder[i]; b = median(all[w, base[w]])
+			bc = ((w, base[w]) in cpu) ? median(cpu[w, base[w]]) : 0
 			# the baseline first, then the others as they first ran
 			for (j = 0; j <= nv[w]; j++) {
 				v = j == 0 ? base[w] : vorder[w, j]
@@ -43,7 +50,9 @@ awk '
 					if (((w, v, r) in tps) && tps[w, base[w], r] > 0)
 						pr = pr " " tps[w, v, r] / tps[w, base[w], r]
 				m = median(all[w, v])
-				printf "%-16s %-16s %12.0f %7.2fx %7.2fx %8d\n", w, v, m, (b > 0 ? m / b : 0), median(pr), failed[w, v]
+				c = ((w, v) in cpu) ? median(cpu[w, v]) : 0
+				printf "%-16s %-16s %12.0f %7.2fx %7.2fx %8d %8s %9s\n", w, v, m, (b > 0 ? m / b : 0), median(pr), failed[w, v],
+					(c > 0 ? sprintf("%.1f", c) : "-"), (c > 0 && bc > 0 ? sprintf("%.2fx", bc / c) : "-")
 			}
 		}
 	}' "$raw"

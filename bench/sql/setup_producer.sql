@@ -6,7 +6,6 @@ CREATE TABLE plain_outbox (
     resource_id text NOT NULL, seq bigint NOT NULL, event_type text NOT NULL,
     payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(),
     published_at timestamptz, UNIQUE (resource_id, seq));
-CREATE SEQUENCE plain_seq;
 
 CREATE TABLE ext_outbox (LIKE plain_outbox INCLUDING ALL);
 SELECT ordering.attach('ext_outbox');
