@@ -15,6 +15,7 @@ OBJS = \
 	src/keyed.o \
 	src/producer.o \
 	src/consumer.o \
+	src/parked.o \
 	src/newer_only.o \
 	src/stats.o \
 	src/triggers.o \
