@@ -28,6 +28,19 @@
  * (SnapshotSelf: committed or ours) is the truth and stays so until we
  * commit, and so are the parked rows parked.c reads (see there).
  *
+ * Gap requests: a call that moves the position of a key that has parked
+ * rows (a deliver() that continues the run, a skip_gap()) may close its gap,
+ * so it settles the key's request in ordering.gap_requests through
+ * parked_drain_finish(), which first takes ROW EXCLUSIVE on that table and
+ * so may wait for a running sweep to commit (see parked.c and gaps.c).  The
+ * other calls never touch that table and never wait for a sweep: a stale or
+ * duplicate event changes nothing, an early event only parks (it may open a
+ * gap, which the next sweep finds, but closes none), and an in-order event
+ * of a key with nothing parked moves a position no gap depends on: a gap
+ * exists only above parked rows, and every call that removes parked rows
+ * takes the lock, so no sweep can still be judging them by an older
+ * snapshot.
+ *
  * Invariants kept by deliver()/skip_gap(): every parked seq of a key is
  * greater than position + 1 (an event that continues the run is never
  * parked, and every move of the position drains what continues it).  Hence
@@ -183,6 +196,10 @@ deliver_event(text *consumer, text *resource, int64 seq,
 	keyed_lock_key(&ordering_positions, consumer, resource);
 	position = keyed_read(&ordering_positions, consumer, resource);
 
+	/*
+	 * Stale or duplicate: nothing changes, so no gap closes and no lock of
+	 * ordering.gap_requests is needed (file header).
+	 */
 	if (seq <= position)
 	{
 		ordering_stats_count(name, ORDERING_EVENT_CONSUMED, 1);
@@ -207,6 +224,13 @@ deliver_event(text *consumer, text *resource, int64 seq,
 								  &beyond);
 		parked_close(&ps);
 		advance_position(consumer, resource, end);
+
+		/*
+		 * With parked rows this may close the gap: parked_drain_finish()
+		 * locks ordering.gap_requests and settles the request.  Without, it
+		 * is the hot path and needs no such lock: no gap is open for this
+		 * key, nor can a running sweep believe one is (file header).
+		 */
 		if (has_parked)
 			parked_drain_finish(consumer, resource, ready, 1, seq + 1, end,
 								!beyond);
@@ -218,7 +242,11 @@ deliver_event(text *consumer, text *resource, int64 seq,
 		return;
 	}
 
-	/* early: park it, unless it is parked already or the cap is reached */
+	/*
+	 * Early: park it, unless it is parked already or the cap is reached.
+	 * The position does not move, so no gap closes and ordering.gap_requests
+	 * is not locked.
+	 */
 	if (has_parked)
 	{
 		(void) parked_highest(&ps, consumer, resource, &highest);
@@ -450,9 +478,10 @@ ordering_skip_gap(PG_FUNCTION_ARGS)
 		end = parked_read_run(&ps, consumer, resource, lowest, &ready, &beyond);
 	parked_close(&ps);
 	if (!has_parked)
-		return (Datum) 0;
+		return (Datum) 0;		/* no gap: nothing to lock or settle */
 
 	advance_position(consumer, resource, end);
+	/* the gap closes: locks ordering.gap_requests, settles the request */
 	parked_drain_finish(consumer, resource, &ready, 0, lowest, end, !beyond);
 
 	if (ready.n > 0)

@@ -34,8 +34,14 @@
  *	  constraints would.  Otherwise (say a trigger was added) the same
  *	  writes go through SPI plans, so whatever was added is honoured;
  *	- the gap request of a key is probed the same way and, when there is
- *	  one, deleted with SQL: the sweeper writes that table concurrently, and
- *	  an SQL DELETE waits for it and rechecks.
+ *	  one, deleted with SQL.  Sweeps (gaps.c) write that table without key
+ *	  locks, so a call that may close a gap (parked_drain_finish) first
+ *	  takes ROW EXCLUSIVE on ordering.gap_requests, which a sweep's SHARE
+ *	  ROW EXCLUSIVE excludes: from then on no sweep is in progress, one that
+ *	  ran has committed its requests (the probe sees them), and one that
+ *	  starts waits for our commit before it takes its snapshot (it will see
+ *	  the gap closed).  That lock is taken after the key lock, never before,
+ *	  and a gap-closing call may wait for a running sweep.
  *	  SPI plans are prepared once per backend and run with a fresh snapshot
  *	  (GetLatestSnapshot) so they see the same rows as the probes even in
  *	  REPEATABLE READ transactions, whose snapshot may predate the commit of
@@ -64,6 +70,7 @@
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -605,9 +612,35 @@ parked_insert(text *consumer, text *resource, int64 seq, Datum payload,
 }
 
 /*
+ * Take ROW EXCLUSIVE on ordering.gap_requests before probing it in a call
+ * that may close a gap (file header, and gaps.c): waits for a running sweep
+ * to commit, and makes a sweep that starts later wait for our commit.
+ * Locking processes invalidations, which may reset the cached OID: if the
+ * table was replaced meanwhile, lock the new one.
+ */
+static void
+gap_requests_lock(void)
+{
+	for (;;)
+	{
+		Oid			relid;
+
+		if (!OidIsValid(gaps_rel.relid))
+			cached_resolve(&gaps_rel);
+		relid = gaps_rel.relid;
+		LockRelationOid(relid, RowExclusiveLock);
+		if (!OidIsValid(gaps_rel.relid))
+			cached_resolve(&gaps_rel);
+		if (gaps_rel.relid == relid)
+			return;
+		UnlockRelationOid(relid, RowExclusiveLock);
+	}
+}
+
+/*
  * Is there a gap request for the key?  A SnapshotSelf probe of its primary
- * key: the sweeper's uncommitted requests are not seen, exactly as an SQL
- * DELETE would not see them.
+ * key.  The caller holds ROW EXCLUSIVE on the table (gap_requests_lock), so
+ * no sweep has uncommitted requests: what is committed is the truth.
  */
 static bool
 gap_request_exists(text *consumer, text *resource)
@@ -677,6 +710,10 @@ settle_gap_spi(text *consumer, text *resource, int64 position,
  * sweeper asks again for any gap left).  Rows are deleted below SPI with
  * simple_heap_delete() when allowed (index entries are left to VACUUM, as
  * for any delete); we hold the key lock, so nobody else changes them.
+ *
+ * This may close a gap, so it first takes the lock of ordering.gap_requests
+ * (gap_requests_lock), before any probe or snapshot of that table, and may
+ * wait there for a running sweep.
  */
 void
 parked_drain_finish(text *consumer, text *resource, ReadyList *ready,
@@ -684,6 +721,7 @@ parked_drain_finish(text *consumer, text *resource, ReadyList *ready,
 {
 	Relation	rel = NULL;
 
+	gap_requests_lock();
 	if (from <= position && (rel = parked_open_direct()) == NULL)
 	{
 		drain_delete_spi(consumer, resource, from, position, position,

@@ -6,6 +6,8 @@
  * Every function here expects the caller to hold the key lock of the
  * (consumer, resource) it touches (keyed_lock_key on ordering.positions);
  * see parked.c for why that makes its reads the truth.
+ * parked_drain_finish() also takes ROW EXCLUSIVE on ordering.gap_requests
+ * and may wait there for a running gap sweep (gaps.c).
  *
  *-------------------------------------------------------------------------
  */
