@@ -247,7 +247,10 @@ parked_open(ParkedScan *ps)
 	ps->slot = table_slot_create(ps->rel, NULL);
 }
 
-/* Close what parked_open() opened; the locks stay to the end of the transaction. */
+/*
+ * Close what parked_open() opened; the locks stay to the end of the
+ * transaction.
+ */
 void
 parked_close(ParkedScan *ps)
 {
@@ -448,8 +451,8 @@ parked_read_run(ParkedScan *ps, text *consumer, text *resource, int64 from,
 }
 
 /*
- * parked_drain_finish() through SPI (see parked_direct): remove the parked rows
- * [from, last] and settle the gap request, in one statement.
+ * parked_drain_finish() through SPI (see parked_direct): remove the parked
+ * rows [from, last] and settle the gap request, in one statement.
  */
 static void
 drain_delete_spi(text *consumer, text *resource, int64 from, int64 last,
