@@ -15,6 +15,7 @@ OBJS = \
 	src/keyed.o \
 	src/producer.o \
 	src/consumer.o \
+	src/parked.o \
 	src/newer_only.o \
 	src/stats.o \
 	src/triggers.o \
@@ -27,7 +28,8 @@ REGRESS = producer consumer gaps stats search_path gaps_search_path privileges h
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
-ISOLATION = producer_order consumer_deliver consumer_apply consumer_newer_only gaps_sweep
+ISOLATION = producer_order consumer_deliver consumer_apply consumer_newer_only gaps_sweep \
+	gaps_race
 ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_isolation \
 	--temp-config=test/ordering.conf --load-extension=ordering
 

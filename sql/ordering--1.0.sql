@@ -617,23 +617,41 @@ COMMENT ON FUNCTION ordering.metrics() IS
 -- EXECUTE only to create a trigger, never to fire it.
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA ordering FROM PUBLIC;
 
+-- The one place that writes GRANT statements: USAGE on the schema, then
+-- "GRANT <each of grants> TO role".  SECURITY INVOKER, so it grants only what
+-- its caller may grant.
+CREATE FUNCTION ordering.grant_privileges(role regrole, VARIADIC grants text[])
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    g text;
+BEGIN
+    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA ordering TO %s', role);
+    FOREACH g IN ARRAY grants LOOP
+        EXECUTE pg_catalog.format('GRANT %s TO %s', g, role);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_privileges(regrole, text[]) IS
+    'Internal to the grant_* functions: grants USAGE on schema ordering and each "privileges ON objects" item to the role';
+
 CREATE FUNCTION ordering.grant_producer(role regrole) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA ordering TO %s', role);
-    EXECUTE pg_catalog.format(
-        'GRANT EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
         'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
         'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
         'ordering.sequence_trigger(), ordering.claim_unpublished(integer), '
         'ordering.mark_published(bigint[]), ordering.republish(text, bigint, bigint), '
-        'ordering.purge_published(interval) TO %s', role);
-    -- the outbox is written by plain SQL (emit, relays, retention)
-    EXECUTE pg_catalog.format(
-        'GRANT SELECT, INSERT, UPDATE, DELETE ON ordering.outbox TO %s', role);
-    EXECUTE pg_catalog.format('GRANT SELECT ON ordering.sequences TO %s', role);
+        'ordering.purge_published(interval)',
+        -- the outbox is written by plain SQL (emit, relays, retention)
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.outbox',
+        'SELECT ON ordering.sequences');
 END
 $$;
 COMMENT ON FUNCTION ordering.grant_producer(regrole) IS
@@ -644,19 +662,16 @@ CREATE FUNCTION ordering.grant_consumer(role regrole) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA ordering TO %s', role);
-    EXECUTE pg_catalog.format(
-        'GRANT EXECUTE ON FUNCTION ordering.apply_if_newer(text, text, bigint), '
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.apply_if_newer(text, text, bigint), '
         'ordering.deliver(text, text, bigint, jsonb), '
         'ordering.deliver(text, text, bigint, jsonb, regprocedure), '
-        'ordering.position(text, text), ordering.newer_only() TO %s', role);
-    -- deliver() settles gap requests with plain SQL, and parks with plain
-    -- SQL when ordering.parked has been given triggers or extra indexes
-    EXECUTE pg_catalog.format(
-        'GRANT SELECT ON ordering.positions, ordering.gap_requests TO %s', role);
-    EXECUTE pg_catalog.format(
-        'GRANT SELECT, INSERT, DELETE ON ordering.parked TO %s', role);
-    EXECUTE pg_catalog.format('GRANT DELETE ON ordering.gap_requests TO %s', role);
+        'ordering.position(text, text), ordering.newer_only()',
+        -- deliver() settles gap requests with plain SQL, and parks with plain
+        -- SQL when ordering.parked has been given triggers or extra indexes
+        'SELECT ON ordering.positions, ordering.gap_requests',
+        'SELECT, INSERT, DELETE ON ordering.parked',
+        'DELETE ON ordering.gap_requests');
 END
 $$;
 COMMENT ON FUNCTION ordering.grant_consumer(regrole) IS
@@ -667,14 +682,12 @@ CREATE FUNCTION ordering.grant_monitor(role regrole) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA ordering TO %s', role);
-    EXECUTE pg_catalog.format(
-        'GRANT EXECUTE ON FUNCTION ordering.metrics(), ordering.metric_label_value(text), '
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.metrics(), ordering.metric_label_value(text), '
         'ordering.consumer_counters(), ordering.stream_counters(), '
-        'ordering.stats_reset_time(), ordering.gap_deadline() TO %s', role);
-    EXECUTE pg_catalog.format(
-        'GRANT SELECT ON ordering.stats, ordering.stream_stats, ordering.open_gaps, '
-        'ordering.gap_requests TO %s', role);
+        'ordering.stats_reset_time(), ordering.gap_deadline()',
+        'SELECT ON ordering.stats, ordering.stream_stats, ordering.open_gaps, '
+        'ordering.gap_requests');
 END
 $$;
 COMMENT ON FUNCTION ordering.grant_monitor(regrole) IS
@@ -687,11 +700,10 @@ CREATE FUNCTION ordering.grant_operator(role regrole) RETURNS void
 BEGIN
     PERFORM ordering.grant_consumer(role);
     PERFORM ordering.grant_monitor(role);
-    EXECUTE pg_catalog.format(
-        'GRANT EXECUTE ON FUNCTION ordering.skip_gap(text, text), '
-        'ordering.sweep_gaps(), ordering.stats_reset() TO %s', role);
-    EXECUTE pg_catalog.format(
-        'GRANT SELECT, INSERT, UPDATE, DELETE ON ordering.gap_requests TO %s', role);
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.skip_gap(text, text), '
+        'ordering.sweep_gaps(), ordering.stats_reset()',
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.gap_requests');
 END
 $$;
 COMMENT ON FUNCTION ordering.grant_operator(regrole) IS
@@ -699,4 +711,5 @@ COMMENT ON FUNCTION ordering.grant_operator(regrole) IS
 
 -- Granting is for the extension's owner (or a superuser) to do.
 REVOKE EXECUTE ON FUNCTION ordering.grant_producer(regrole), ordering.grant_consumer(regrole),
-    ordering.grant_monitor(regrole), ordering.grant_operator(regrole) FROM PUBLIC;
+    ordering.grant_monitor(regrole), ordering.grant_operator(regrole),
+    ordering.grant_privileges(regrole, text[]) FROM PUBLIC;

@@ -4,7 +4,7 @@
  *	  Finding the extension's own relations.
  *
  * The C code that reads and writes the extension's tables below the
- * executor (keyed.c, consumer.c) caches their OIDs per backend, checks once
+ * executor (keyed.c, parked.c) caches their OIDs per backend, checks once
  * that they still have the shape it relies on, and forgets them on relcache
  * invalidation.  The lookup and the complaint are shared here.
  *

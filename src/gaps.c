@@ -23,11 +23,30 @@
  * counted as GAP_ESCALATED for its consumer (every emission, first or
  * repeated), and returned.
  *
- * Locking: a sweep takes SHARE UPDATE EXCLUSIVE on ordering.gap_requests,
- * which conflicts with itself only among the locks consumers take (they
- * take ROW EXCLUSIVE to delete requests), so two sweeps of one database
- * (the worker and a manual call) run one after the other and never emit the
- * same request twice, while consumers never wait for a sweep.
+ * Locking: a sweep takes SHARE ROW EXCLUSIVE on ordering.gap_requests and
+ * only then takes the snapshot its statement runs with (GetLatestSnapshot,
+ * also in a REPEATABLE READ transaction, whose own snapshot may be older).
+ * The mode conflicts with itself, so two sweeps of one database (the worker
+ * and a manual call) run one after the other and never emit the same
+ * request twice.  It also conflicts with ROW EXCLUSIVE, which any write of
+ * the table takes, and which a deliver() or skip_gap() that may close a gap
+ * takes before it probes the key's request (parked.c).  So a gap-closing
+ * call and a sweep are ordered by that lock:
+ *
+ *	- the call got its lock first: the sweep waits for it to commit, and its
+ *	  snapshot then sees the gap closed, so it neither writes nor emits a
+ *	  request for it;
+ *	- the sweep got its lock first: the call waits for the sweep to commit,
+ *	  then sees the request the sweep wrote and deletes it.  The sweep did
+ *	  emit that request, rightly: the gap was open in what had committed.
+ *
+ * Parking, in-order events of a key with nothing parked, and stale or
+ * duplicate events close no gap and never wait for a sweep.  A sweep takes
+ * no key lock, and once it holds its lock no other transaction has a write
+ * of ordering.gap_requests in progress, so it waits for nobody and no cycle
+ * can form: a consumer's order is key lock, then ordering.gap_requests.  (A
+ * transaction that runs sweep_gaps() and then delivers events reverses that
+ * order, and may end in a deadlock error against a concurrent deliver().)
  *
  *-------------------------------------------------------------------------
  */
@@ -39,6 +58,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "ordering.h"
@@ -51,7 +71,7 @@ PG_FUNCTION_INFO_V1(ordering_gap_deadline_interval);
 #define GAP_REQUEST_NATTS	9
 
 static const char *const lock_sql =
-"LOCK TABLE ordering.gap_requests IN SHARE UPDATE EXCLUSIVE MODE";
+"LOCK TABLE ordering.gap_requests IN SHARE ROW EXCLUSIVE MODE";
 
 /*
  * $1: the deadline in seconds.  "gap" is the list of open gaps with whether
@@ -152,9 +172,14 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 		elog(ERROR, "locking ordering.gap_requests failed: %s",
 			 SPI_result_code_string(ret));
 
+	/*
+	 * A snapshot taken now that we hold the lock: it includes every
+	 * gap-closing call that committed before we got it (file header).
+	 */
 	args[0] = Float8GetDatum((double) ordering_gap_deadline);
-	ret = SPI_execute_plan(prepare_once(&sweep_plan, sweep_sql, 1, argtypes),
-						   args, NULL, false, 0);
+	ret = SPI_execute_snapshot(prepare_once(&sweep_plan, sweep_sql, 1, argtypes),
+							   args, NULL, GetLatestSnapshot(),
+							   InvalidSnapshot, false, true, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "gap sweep failed: %s", SPI_result_code_string(ret));
 

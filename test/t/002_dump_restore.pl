@@ -3,9 +3,12 @@
 # tables) are kept, and producing after the restore continues the sequences.
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use OrderingDump;
 
 my $node = PostgreSQL::Test::Cluster->new('dump');
 $node->init;
@@ -48,23 +51,7 @@ my $tempdir = PostgreSQL::Test::Utils::tempdir;
 foreach my $format ('custom', 'plain')
 {
 	my $db = "restored_$format";
-	my $file = "$tempdir/src.$format";
-	$node->safe_psql('postgres', "CREATE DATABASE $db");
-	$node->command_ok(
-		[ 'pg_dump', '-d', $node->connstr('src'), "--format=$format", '-f', $file ],
-		"pg_dump $format");
-	if ($format eq 'custom')
-	{
-		$node->command_ok(
-			[ 'pg_restore', '--exit-on-error', '-d', $node->connstr($db), $file ],
-			'pg_restore custom');
-	}
-	else
-	{
-		$node->command_ok(
-			[ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-q', '-d', $node->connstr($db), '-f', $file ],
-			'psql restores plain dump');
-	}
+	OrderingDump::dump_restore($node, 'src', $db, $format, "$tempdir/src.$format");
 
 	is($node->safe_psql($db, $state_sql), $counters, "$format: counters restored");
 	is($node->safe_psql($db, $rows_sql), $rows, "$format: outbox rows keep id and seq");

@@ -11,6 +11,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use OrderingDump;
 use OrderingWorkload;
 
 my $node = PostgreSQL::Test::Cluster->new('consumer_dump');
@@ -68,23 +69,7 @@ my $tempdir = PostgreSQL::Test::Utils::tempdir;
 foreach my $format ('custom', 'plain')
 {
 	my $db = "restored_$format";
-	my $file = "$tempdir/consumer.$format";
-	$node->safe_psql('postgres', "CREATE DATABASE $db");
-	$node->command_ok(
-		[ 'pg_dump', '-d', $node->connstr('consumerdb'), "--format=$format", '-f', $file ],
-		"pg_dump $format");
-	if ($format eq 'custom')
-	{
-		$node->command_ok(
-			[ 'pg_restore', '--exit-on-error', '-d', $node->connstr($db), $file ],
-			'pg_restore custom');
-	}
-	else
-	{
-		$node->command_ok(
-			[ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-q', '-d', $node->connstr($db), '-f', $file ],
-			'psql restores the plain dump');
-	}
+	OrderingDump::dump_restore($node, 'consumerdb', $db, $format, "$tempdir/consumer.$format");
 	is($node->safe_psql($db, $state_sql), $state,
 		"$format: positions, parked events, gap requests and the user's tables restored unchanged");
 	is($node->safe_psql($db, $counts_sql), "$npos/$nparked/$ngaps/$ninbox", "$format: same counts");

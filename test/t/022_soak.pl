@@ -99,7 +99,7 @@ while (!$done && time() < $deadline)
 	# the invariants hold at any moment, with everything running
 	if ($iteration % 10 == 0)
 	{
-		OrderingWorkload::check_invariants($w, "iteration $iteration", strict => 0);
+		OrderingWorkload::check_invariants($w, "iteration $iteration");
 		$checks++;
 	}
 

@@ -241,9 +241,8 @@ our $consumer_violations_sql = q{
 	 WHERE p.seq <= COALESCE(o.position, 0) + 1 OR p.consumer <> 'ledger'
 	UNION ALL
 	-- a gap request only while events are parked, for a range not applied
-	-- (not checked while sweeps and deliveries run side by side: a sweep
-	-- whose snapshot predates a delivery that fills the gap writes a stale
-	-- request, which the next sweep removes)
+	-- (a sweep and a delivery that fills the gap wait for each other, so
+	-- this holds at any moment, also while both run side by side)
 	SELECT 'gap:' || g.resource_id
 	  FROM ordering.gap_requests g
 	  LEFT JOIN ordering.positions o USING (consumer, resource_id)
@@ -301,10 +300,9 @@ sub payload_violations
 }
 
 # Check every invariant; $what names the moment.  Options: strict => 0
-# leaves out the staleness of gap requests (for checks while sweeps and
-# deliveries run); settle => 1 checks without it, then sweeps once (nothing
-# may be delivering then) and checks the gap requests strictly.  Returns
-# the number of ledger rows.
+# leaves out the staleness of gap requests; settle => 1 checks without it,
+# then sweeps once (nothing may be delivering then) and checks the gap
+# requests strictly.  Returns the number of ledger rows.
 sub check_invariants
 {
 	my ($w, $what, %opt) = @_;
