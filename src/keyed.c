@@ -200,27 +200,52 @@ keyed_resolve(KeyedTable *kt)
 }
 
 /*
- * Open the table and its primary key with the given lock mode.
+ * The table, open for one call.  Its primary key is opened only when the
+ * call needs it (keyed_index): a row found through the TID cache and updated
+ * HOT never touches the index, and that is nearly every event.  The table's
+ * lock is what keeps the index from being dropped or rebuilt under us.
+ */
+typedef struct KeyedRel
+{
+	Relation	rel;
+	Relation	idx;			/* NULL until keyed_index() */
+	Oid			indexid;
+	LOCKMODE	mode;
+} KeyedRel;
+
+/*
+ * Open the table with the given lock mode.
  */
 static void
-keyed_open(KeyedTable *kt, LOCKMODE mode, Relation *rel, Relation *idx)
+keyed_open(KeyedTable *kt, LOCKMODE mode, KeyedRel *kr)
 {
-	Oid			indexid;
-
 	if (!OidIsValid(kt->relid))
 		keyed_resolve(kt);
 
 	/* opening may process invalidations that reset kt: copy the index first */
-	indexid = kt->indexid;
-	*rel = table_open(kt->relid, mode);
-	*idx = index_open(indexid, mode);
+	kr->indexid = kt->indexid;
+	kr->rel = table_open(kt->relid, mode);
+	kr->idx = NULL;
+	kr->mode = mode;
+}
+
+/*
+ * The table's primary key, opened with the table's lock mode on first use.
+ */
+static Relation
+keyed_index(KeyedRel *kr)
+{
+	if (kr->idx == NULL)
+		kr->idx = index_open(kr->indexid, kr->mode);
+	return kr->idx;
 }
 
 static void
-keyed_close(Relation rel, Relation idx)
+keyed_close(KeyedRel *kr)
 {
-	index_close(idx, NoLock);
-	table_close(rel, NoLock);
+	if (kr->idx != NULL)
+		index_close(kr->idx, NoLock);
+	table_close(kr->rel, NoLock);
 }
 
 /*
@@ -327,8 +352,9 @@ keyed_fetch_chain(Relation rel, Buffer buf, ItemPointer root, bool check_key,
  * the primary key (see file header).
  */
 static HeapTuple
-keyed_fetch(Relation rel, Relation idx, text *key1, text *key2)
+keyed_fetch(KeyedRel *kr, text *key1, text *key2)
 {
+	Relation	rel = kr->rel;
 	uint64		hash = keyed_hash(key1, key2);
 	KeyedTidSlot *set;
 	ScanKeyData keys[2];
@@ -373,7 +399,7 @@ keyed_fetch(Relation rel, Relation idx, text *key1, text *key2)
 	ScanKeyInit(&keys[1], KEYED_ATT_KEY2, BTEqualStrategyNumber, F_TEXTEQ,
 				PointerGetDatum(key2));
 
-	scan = index_beginscan(rel, idx, SnapshotSelf, 2, 0);
+	scan = index_beginscan(rel, keyed_index(kr), SnapshotSelf, 2, 0);
 	index_rescan(scan, keys, 2, NULL, 0);
 	while ((tid = index_getnext_tid(scan, ForwardScanDirection)) != NULL)
 	{
@@ -434,8 +460,9 @@ keyed_index_insert(Relation rel, Relation idx, HeapTuple tuple,
  * for it); then the caller looks again.
  */
 static TM_Result
-keyed_update(Relation rel, Relation idx, HeapTuple oldtup, int64 value)
+keyed_update(KeyedRel *kr, HeapTuple oldtup, int64 value)
 {
+	Relation	rel = kr->rel;
 	int			column = KEYED_ATT_VALUE;
 	Datum		newvalue = Int64GetDatum(value);
 	bool		newisnull = false;
@@ -472,7 +499,7 @@ keyed_update(Relation rel, Relation idx, HeapTuple oldtup, int64 value)
 		case TM_Ok:
 			/* the key did not change: a HOT update needs no index entry */
 			if (!HeapTupleIsHeapOnly(newtup))
-				keyed_index_insert(rel, idx, newtup, UNIQUE_CHECK_NO);
+				keyed_index_insert(rel, keyed_index(kr), newtup, UNIQUE_CHECK_NO);
 			CommandCounterIncrement();
 			break;
 		case TM_Updated:
@@ -492,8 +519,9 @@ keyed_update(Relation rel, Relation idx, HeapTuple oldtup, int64 value)
  * checked that the row does not exist.
  */
 static void
-keyed_insert(Relation rel, Relation idx, text *key1, text *key2, int64 value)
+keyed_insert(KeyedRel *kr, text *key1, text *key2, int64 value)
 {
+	Relation	rel = kr->rel;
 	Datum		values[KEYED_NATTS];
 	bool		isnull[KEYED_NATTS] = {false, false, false};
 	HeapTuple	tuple;
@@ -503,7 +531,7 @@ keyed_insert(Relation rel, Relation idx, text *key1, text *key2, int64 value)
 	values[KEYED_ATT_VALUE - 1] = Int64GetDatum(value);
 	tuple = heap_form_tuple(RelationGetDescr(rel), values, isnull);
 	heap_insert(rel, tuple, GetCurrentCommandId(true), 0, NULL);
-	keyed_index_insert(rel, idx, tuple, UNIQUE_CHECK_YES);
+	keyed_index_insert(rel, keyed_index(kr), tuple, UNIQUE_CHECK_YES);
 	/* a new row is the root of its chain; if we roll back, the hint is stale */
 	keyed_cache_remember(rel, keyed_hash(key1, key2), &tuple->t_self);
 	CommandCounterIncrement();
@@ -536,8 +564,7 @@ int64
 keyed_advance(KeyedTable *kt, text *key1, text *key2,
 			  KeyedDecide decide, void *arg, int64 *previous)
 {
-	Relation	rel;
-	Relation	idx;
+	KeyedRel	kr;
 	bool		key_locked = false;
 	int64		current;
 	int64		next;
@@ -548,19 +575,19 @@ keyed_advance(KeyedTable *kt, text *key1, text *key2,
 				 errmsg("cannot change ordering.%s in a read-only transaction",
 						kt->relname)));
 
-	keyed_open(kt, RowExclusiveLock, &rel, &idx);
+	keyed_open(kt, RowExclusiveLock, &kr);
 	for (;;)
 	{
-		HeapTuple	tuple = keyed_fetch(rel, idx, key1, key2);
+		HeapTuple	tuple = keyed_fetch(&kr, key1, key2);
 
 		if (tuple != NULL)
 		{
 			TM_Result	result = TM_Ok;
 
-			current = keyed_value(rel, tuple);
+			current = keyed_value(kr.rel, tuple);
 			next = decide(current, true, arg);
 			if (next != current)
-				result = keyed_update(rel, idx, tuple, next);
+				result = keyed_update(&kr, tuple, next);
 			heap_freetuple(tuple);
 			if (result == TM_Ok)
 				break;
@@ -575,10 +602,10 @@ keyed_advance(KeyedTable *kt, text *key1, text *key2,
 		}
 		current = 0;
 		next = decide(current, false, arg);
-		keyed_insert(rel, idx, key1, key2, next);
+		keyed_insert(&kr, key1, key2, next);
 		break;
 	}
-	keyed_close(rel, idx);
+	keyed_close(&kr);
 
 	*previous = current;
 	return next;
@@ -590,18 +617,17 @@ keyed_advance(KeyedTable *kt, text *key1, text *key2,
 int64
 keyed_read(KeyedTable *kt, text *key1, text *key2)
 {
-	Relation	rel;
-	Relation	idx;
+	KeyedRel	kr;
 	HeapTuple	tuple;
 	int64		value = 0;
 
-	keyed_open(kt, AccessShareLock, &rel, &idx);
-	tuple = keyed_fetch(rel, idx, key1, key2);
+	keyed_open(kt, AccessShareLock, &kr);
+	tuple = keyed_fetch(&kr, key1, key2);
 	if (tuple != NULL)
 	{
-		value = keyed_value(rel, tuple);
+		value = keyed_value(kr.rel, tuple);
 		heap_freetuple(tuple);
 	}
-	keyed_close(rel, idx);
+	keyed_close(&kr);
 	return value;
 }
