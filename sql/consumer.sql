@@ -127,6 +127,34 @@ SELECT count(*) FILTER (WHERE u.rows = 1) AS changed,
        count(*) FILTER (WHERE (u.rows = 1) <> o.applied) AS differ
   FROM upsert_outcomes u JOIN state_outcomes o USING (n);
 
+-- (c) The README's one-statement form: the FROM-less SELECT's WHERE calls
+-- apply_if_newer exactly once per event, and the upsert runs only when it
+-- says true.
+CREATE TABLE plans_view (subscription_id text PRIMARY KEY, plan text NOT NULL);
+CREATE TABLE one_statement_outcomes (n int, rows bigint);
+DO $$
+DECLARE
+    r record;
+    changed bigint;
+BEGIN
+    FOR r IN SELECT n, seq FROM state_arrivals ORDER BY n LOOP
+        INSERT INTO plans_view (subscription_id, plan)
+        SELECT 's1', 'p' || r.seq
+         WHERE ordering.apply_if_newer('one-statement', 's1', r.seq)
+            ON CONFLICT (subscription_id) DO UPDATE SET plan = EXCLUDED.plan;
+        GET DIAGNOSTICS changed = ROW_COUNT;
+        INSERT INTO one_statement_outcomes VALUES (r.n, changed);
+    END LOOP;
+END
+$$;
+SELECT p.plan, ordering.position('one-statement', 's1') AS position FROM plans_view p;
+-- The same events were applied as in (a), each call counted once.
+SELECT count(*) FILTER (WHERE t.rows = 1) AS changed,
+       count(*) FILTER (WHERE (t.rows = 1) <> o.applied) AS differ
+  FROM one_statement_outcomes t JOIN state_outcomes o USING (n);
+SELECT events_consumed, events_applied, events_stale + events_duplicate AS dropped
+  FROM ordering.stats WHERE consumer = 'one-statement';
+
 -------------------------------------------------------------------------------
 -- newer_only in detail
 -------------------------------------------------------------------------------

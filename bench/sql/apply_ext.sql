@@ -8,6 +8,9 @@
 \set j (:k / :bs) * :bs + permute(:k % :bs, :bs, :k / :bs)
 \set r :j % :resources
 \set s :j / :resources + 1
-WITH a AS (SELECT ordering.apply_if_newer('bench', 'c' || :client_id || '-' || :r, :s) AS ok)
-INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT 'c' || :client_id || '-' || :r, 'p' || :s, :s FROM a WHERE a.ok
+-- The one-statement form the README shows: a FROM-less SELECT's WHERE is
+-- evaluated exactly once, and the upsert needs no guard of its own.
+INSERT INTO proj_ext AS v (resource_id, plan, version)
+SELECT 'c' || :client_id || '-' || :r, 'p' || :s, :s
+ WHERE ordering.apply_if_newer('bench', 'c' || :client_id || '-' || :r, :s)
     ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;
