@@ -7,8 +7,13 @@
 # table of medians with ratios to the workload's baseline.
 #
 #   bash bench/run.sh [--rounds N] [--seconds S] [--only WORKLOAD] [--growth]
-#                     [--out DIR]
+#                     [--protocol simple|prepared] [--out DIR]
 #
+# --protocol is pgbench's query mode (default simple: every statement is
+# parsed and planned, as psql and many ORMs do; prepared: parsed and planned
+# once per connection, as drivers that prepare do).  Parsing and planning
+# cost about the same for every variant and dilute the differences between
+# them: prepared shows the hot paths more nakedly.
 # --growth also runs bench/growth.sh (1,000,000 resources, sweep over 100,000
 # parked events, backend memory over a 1,000,000-row insert, shared memory).
 # The raw runs, the table and a chart (ratios.png) are written to DIR
@@ -25,6 +30,7 @@ rounds=5
 seconds=5
 only=""
 growth=0
+protocol=simple
 out=$here/bench/out
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -32,8 +38,13 @@ while [ $# -gt 0 ]; do
 		--seconds) seconds=$2; shift 2 ;;
 		--only) only=$2; shift 2 ;;
 		--growth) growth=1; shift ;;
+		--protocol)
+			case "$2" in simple|extended|prepared) protocol=$2 ;;
+				*) echo "--protocol: simple, extended or prepared" >&2; exit 2 ;;
+			esac
+			shift 2 ;;
 		--out) out=$2; shift 2 ;;
-		-h|--help) sed -n '3,18p' "$0"; exit 0 ;;
+		-h|--help) sed -n '3,24p' "$0"; exit 0 ;;
 		*) echo "unknown option: $1 (try --help)" >&2; exit 2 ;;
 	esac
 done
@@ -118,7 +129,7 @@ for round in $(seq 1 "$rounds"); do
 			[ -n "$reset" ] && psql_bench -f "$SANDBOX/src/bench/sql/$reset.sql" >/dev/null
 			settle
 			cpu0=$(cpu_cgroup_usage_us)
-			res=$(as_postgres pgbench -n -h "$sock" -U postgres -T "$seconds" \
+			res=$(as_postgres pgbench -n -h "$sock" -U postgres -T "$seconds" -M "$protocol" \
 				-c "$clients" -j "$clients" "${dopts[@]}" \
 				-f "$SANDBOX/src/bench/sql/$v.sql" postgres 2>&1) || { echo "$res" >&2; exit 1; }
 			cpu1=$(cpu_cgroup_usage_us)
@@ -135,7 +146,7 @@ done
 
 table=$out/table.txt
 {
-	echo "medians over $rounds rounds of ${seconds}s (tps; batch rows/s = tps x 100):"
+	echo "medians over $rounds rounds of ${seconds}s, $protocol protocol (tps; batch rows/s = tps x 100; cpu_us = server CPU per transaction):"
 	bash "$here/bench/table.sh" "$raw"
 } >"$table"
 echo
