@@ -14,6 +14,7 @@
 # once per connection, as drivers that prepare do).  Parsing and planning
 # cost about the same for every variant and dilute the differences between
 # them: prepared shows the hot paths more nakedly.
+# --only takes a workload name or a comma-separated list of them.
 # --growth also runs bench/growth.sh (1,000,000 resources, sweep over 100,000
 # parked events, backend memory over a 1,000,000-row insert, shared memory).
 # The raw runs, the table and a chart (ratios.png) are written to DIR
@@ -92,8 +93,13 @@ psql_bench() { as_postgres psql -X -q -h "$sock" -U postgres -d postgres -v ON_E
 # previous runs vacuumed away and a fresh checkpoint, both before the clock
 # starts.  Autovacuum is off (see RESULTS.md): its CPU would land on
 # whichever variant happened to run, not on the one that made the garbage.
+# The consumer tables are emptied after the VACUUM, by TRUNCATE, which
+# leaves them without statistics (as new tables): a VACUUM of the empty
+# tables would record them as empty and steer the PL/pgSQL consumer's
+# cached plans to sequential scans of tables that then grow.
 settle() {
 	psql_bench -c "VACUUM" -c "CHECKPOINT" >/dev/null
+	[ -z "$1" ] || psql_bench -f "$SANDBOX/src/bench/sql/$1.sql" >/dev/null
 }
 psql_bench -f "$SANDBOX/src/bench/sql/setup_producer.sql" >/dev/null
 psql_bench -c "CREATE EXTENSION pgq" -c "SELECT pgq.create_queue('bench')" >/dev/null
@@ -117,7 +123,7 @@ raw=$out/raw.txt
 for round in $(seq 1 "$rounds"); do
 	for w in "${workloads[@]}"; do
 		IFS='|' read -r name clients defs baseline variants reset <<<"$w"
-		[ -n "$only" ] && [ "$only" != "$name" ] && continue
+		[ -n "$only" ] && [[ ",$only," != *",$name,"* ]] && continue
 		dopts=()
 		for d in $defs; do dopts+=(-D "$d"); done
 		# rotate the order by round: no variant always runs first (right
@@ -126,8 +132,7 @@ for round in $(seq 1 "$rounds"); do
 		n=${#vs[@]}
 		for i in $(seq 0 $((n - 1))); do
 			v=${vs[$(((i + round) % n))]}
-			[ -n "$reset" ] && psql_bench -f "$SANDBOX/src/bench/sql/$reset.sql" >/dev/null
-			settle
+			settle "$reset"
 			cpu0=$(cpu_cgroup_usage_us)
 			res=$(as_postgres pgbench -n -h "$sock" -U postgres -T "$seconds" -M "$protocol" \
 				-c "$clients" -j "$clients" "${dopts[@]}" \
