@@ -9,6 +9,8 @@
 \set r :j % :resources
 \set s :j / :resources + 1
 -- The floor of the consumer workloads: the same stream and round trip, and
--- one row written (a counter per client), nothing ordered.  No implementation
+-- the least any durable consumer writes per event, its position, upserted
+-- without any check (nothing ordered, nothing parked).  No implementation
 -- can beat it; its ratio bounds what any consumer function could reach.
-UPDATE floor_counter SET n = n + 1 WHERE client = :client_id;
+INSERT INTO floor_positions (resource_id, position) VALUES ('c' || :client_id || '-' || :r, :s)
+    ON CONFLICT (resource_id) DO UPDATE SET position = EXCLUDED.position;

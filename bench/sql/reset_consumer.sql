@@ -1,3 +1,3 @@
 -- Run before every consumer run: every variant starts from empty state.
 TRUNCATE proj_guarded, proj_ext, proj_newer, plpgsql_positions, plpgsql_parked,
-    ordering.positions, ordering.parked, ordering.gap_requests;
+    floor_positions, ordering.positions, ordering.parked, ordering.gap_requests;

@@ -55,6 +55,6 @@ BEGIN
     UPDATE plpgsql_positions x SET last_applied = last WHERE x.resource_id = r;
 END $$;
 
--- The floor variant (floor.sql): one tiny row per client, updated per event.
-CREATE TABLE floor_counter (client int PRIMARY KEY, n bigint NOT NULL);
-INSERT INTO floor_counter SELECT g, 0 FROM generate_series(0, 63) g;
+-- The floor variant (floor.sql): the position of the event's resource,
+-- written without any check.
+CREATE TABLE floor_positions (resource_id text PRIMARY KEY, position bigint NOT NULL);
