@@ -81,3 +81,29 @@ SELECT ordering.position('hp', 'r');                   -- 2
 SELECT ordering.apply_if_newer('hp', 'r', 3);
 COMMIT;
 SELECT ordering.position('hp', 'r');                   -- 3
+
+-- Indexes an administrator adds are maintained like the primary key: a
+-- plain one on the counter makes every update non-HOT, so new rows and new
+-- versions both get entries in both indexes (amcheck finds every tuple).
+CREATE EXTENSION amcheck;
+CREATE INDEX sequences_by_last_seq ON ordering.sequences (last_seq);
+CREATE INDEX positions_by_position ON ordering.positions (position);
+SELECT ordering.next_sequence('ix', 'r' || g) FROM generate_series(1, 3) g;
+SELECT ordering.next_sequence('ix', 'r1'), ordering.next_sequence('ix', 'r1');
+SELECT ordering.apply_if_newer('ix', 'r1', 4), ordering.apply_if_newer('ix', 'r1', 9);
+SELECT bt_index_check(i, true) FROM unnest(ARRAY[
+    'ordering.sequences_pkey', 'ordering.sequences_by_last_seq',
+    'ordering.positions_pkey', 'ordering.positions_by_position']::regclass[]) i;
+SET enable_seqscan = off;
+SELECT stream, resource_id, last_seq FROM ordering.sequences
+ WHERE last_seq = 3 AND stream = 'ix';                 -- r1, through the new index
+RESET enable_seqscan;
+DROP INDEX ordering.sequences_by_last_seq, ordering.positions_by_position;
+-- An index the C code cannot maintain without an executor (an expression, a
+-- predicate) is refused when a row needs index entries, and nothing changes.
+CREATE INDEX sequences_partial ON ordering.sequences (last_seq) WHERE last_seq > 100;
+SELECT ordering.next_sequence('ix', 'r9');
+\echo :SQLSTATE
+DROP INDEX ordering.sequences_partial;
+SELECT ordering.next_sequence('ix', 'r9');             -- 1: the failed call left nothing
+DROP EXTENSION amcheck;

@@ -8,8 +8,8 @@
  * collation, a bigint value, and a primary key on the two keys.  Both are
  * read and advanced once per event, so they are accessed below the executor,
  * the way catalog code accesses catalogs: a btree probe of the primary key,
- * then heap_update() or heap_insert() with the index maintained by hand.  No
- * planner, no executor, no SPI on the hot path.
+ * then heap_update() or heap_insert() with the indexes maintained by hand.
+ * No planner, no executor, no SPI on the hot path.
  *
  * Locking protocol
  *
@@ -49,9 +49,11 @@
  * its old value.  The overwrite is WAL-logged (crash recovery, standbys);
  * logical decoding does not decode in-place updates, so with wal_level =
  * logical (RelationIsLogicallyLogged) we always add a version, and a logical
- * replica of ordering.sequences sees every number.  The
- * tuple keeps its length (only the bigint changes), which
- * heap_inplace_update() requires; anything else takes heap_update().
+ * replica of ordering.sequences sees every number.  Nor is it done when an
+ * index covers the value column (an administrator's index on the counter,
+ * say), which would go on pointing at the old value.  The tuple keeps its
+ * length (only the bigint changes), which heap_inplace_update() requires;
+ * anything else takes heap_update().
  *
  * Finding the row (keyed_fetch)
  *
@@ -87,6 +89,7 @@
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/relscan.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -167,8 +170,25 @@ keyed_relcache_callback(Datum arg, Oid relid)
 }
 
 /*
- * Look up the table and its primary key, and check that it still has the
- * shape this file relies on: we maintain exactly one index by hand.
+ * Is the index on exactly (key1, key2), the key every probe uses?
+ */
+static bool
+keyed_index_on_keys(Oid indexid)
+{
+	Relation	idx = index_open(indexid, AccessShareLock);
+	bool		ok;
+
+	ok = idx->rd_index->indnkeyatts == 2 &&
+		idx->rd_index->indkey.values[0] == KEYED_ATT_KEY1 &&
+		idx->rd_index->indkey.values[1] == KEYED_ATT_KEY2;
+	index_close(idx, AccessShareLock);
+	return ok;
+}
+
+/*
+ * Look up the table and its primary key, and check that they still have the
+ * shape this file relies on.  Other indexes may come and go (see
+ * keyed_index_insert).
  */
 static void
 keyed_resolve(KeyedTable *kt)
@@ -185,8 +205,7 @@ keyed_resolve(KeyedTable *kt)
 		TupleDescAttr(desc, KEYED_ATT_KEY1 - 1)->atttypid != TEXTOID ||
 		TupleDescAttr(desc, KEYED_ATT_KEY2 - 1)->atttypid != TEXTOID ||
 		TupleDescAttr(desc, KEYED_ATT_VALUE - 1)->atttypid != INT8OID ||
-		!OidIsValid(indexid) ||
-		list_length(RelationGetIndexList(rel)) != 1)
+		!OidIsValid(indexid) || !keyed_index_on_keys(indexid))
 		ordering_relation_altered(kt->relname);
 	table_close(rel, AccessShareLock);
 
@@ -438,20 +457,79 @@ keyed_value(Relation rel, HeapTuple tuple)
 }
 
 /*
- * Add the index entry of a heap tuple just written.
+ * Add the entries of a heap tuple just written to one index, if it is ready
+ * for inserts (one that is not yet, being built by CREATE INDEX or REINDEX
+ * CONCURRENTLY, will find the tuple when it scans the table).  Only indexes
+ * on plain columns can be maintained without an executor: any other kind
+ * means the table was altered.
  */
 static void
-keyed_index_insert(Relation rel, Relation idx, HeapTuple tuple,
-				   IndexUniqueCheck check)
+keyed_index_insert_one(Relation rel, Relation idx, HeapTuple tuple,
+					   IndexUniqueCheck check)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-	Datum		values[2];
-	bool		isnull[2];
+	IndexInfo  *info;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
 
-	values[0] = heap_getattr(tuple, KEYED_ATT_KEY1, desc, &isnull[0]);
-	values[1] = heap_getattr(tuple, KEYED_ATT_KEY2, desc, &isnull[1]);
-	index_insert(idx, values, isnull, &tuple->t_self, rel, check, false,
-				 BuildIndexInfo(idx));
+	if (!idx->rd_index->indisready)
+		return;
+	info = BuildIndexInfo(idx);
+	if (info->ii_Expressions != NIL || info->ii_Predicate != NIL ||
+		!idx->rd_index->indimmediate)
+		ordering_relation_altered(RelationGetRelationName(rel));
+	for (int i = 0; i < info->ii_NumIndexAttrs; i++)
+		values[i] = heap_getattr(tuple, info->ii_IndexAttrNumbers[i],
+								 RelationGetDescr(rel), &isnull[i]);
+	index_insert(idx, values, isnull, &tuple->t_self, rel, check, false, info);
+}
+
+/*
+ * Add the entries of a heap tuple just written to every index of the table,
+ * as CatalogIndexInsert() does: the primary key, and whatever index an
+ * administrator added or REINDEX CONCURRENTLY is building next to it.
+ * "pkcheck" is the primary key's unique check: a new version of a row keeps
+ * its key and needs none.  Another unique index is checked, as the executor
+ * would.
+ */
+static void
+keyed_index_insert(KeyedRel *kr, HeapTuple tuple, IndexUniqueCheck pkcheck)
+{
+	List	   *indexes = RelationGetIndexList(kr->rel);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexid = lfirst_oid(lc);
+		Relation	idx;
+
+		if (indexid == kr->indexid)
+		{
+			keyed_index_insert_one(kr->rel, keyed_index(kr), tuple, pkcheck);
+			continue;
+		}
+		idx = index_open(indexid, kr->mode);
+		keyed_index_insert_one(kr->rel, idx, tuple,
+							   idx->rd_index->indisunique ?
+							   UNIQUE_CHECK_YES : UNIQUE_CHECK_NO);
+		index_close(idx, NoLock);
+	}
+	list_free(indexes);
+}
+
+/*
+ * Does an index cover the value column?  (Its entries hold the value, so the
+ * version cannot be rewritten in place.)
+ */
+static bool
+keyed_value_indexed(Relation rel)
+{
+	Bitmapset  *attrs = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_ALL);
+	bool		indexed;
+
+	indexed = bms_is_member(KEYED_ATT_VALUE - FirstLowInvalidHeapAttributeNumber,
+							attrs);
+	bms_free(attrs);
+	return indexed;
 }
 
 /*
@@ -484,7 +562,8 @@ keyed_update(KeyedRel *kr, HeapTuple oldtup, int64 value)
 		TransactionIdEquals(HeapTupleHeaderGetRawXmin(oldtup->t_data),
 							GetCurrentTransactionIdIfAny()) &&
 		newtup->t_len == oldtup->t_len &&
-		newtup->t_data->t_hoff == oldtup->t_data->t_hoff)
+		newtup->t_data->t_hoff == oldtup->t_data->t_hoff &&
+		!keyed_value_indexed(rel))
 	{
 		heap_inplace_update(rel, newtup);
 		heap_freetuple(newtup);
@@ -499,7 +578,7 @@ keyed_update(KeyedRel *kr, HeapTuple oldtup, int64 value)
 		case TM_Ok:
 			/* the key did not change: a HOT update needs no index entry */
 			if (!HeapTupleIsHeapOnly(newtup))
-				keyed_index_insert(rel, keyed_index(kr), newtup, UNIQUE_CHECK_NO);
+				keyed_index_insert(kr, newtup, UNIQUE_CHECK_NO);
 			CommandCounterIncrement();
 			break;
 		case TM_Updated:
@@ -531,7 +610,7 @@ keyed_insert(KeyedRel *kr, text *key1, text *key2, int64 value)
 	values[KEYED_ATT_VALUE - 1] = Int64GetDatum(value);
 	tuple = heap_form_tuple(RelationGetDescr(rel), values, isnull);
 	heap_insert(rel, tuple, GetCurrentCommandId(true), 0, NULL);
-	keyed_index_insert(rel, keyed_index(kr), tuple, UNIQUE_CHECK_YES);
+	keyed_index_insert(kr, tuple, UNIQUE_CHECK_YES);
 	/* a new row is the root of its chain; if we roll back, the hint is stale */
 	keyed_cache_remember(rel, keyed_hash(key1, key2), &tuple->t_self);
 	CommandCounterIncrement();
