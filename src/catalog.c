@@ -6,14 +6,17 @@
  * The C code that reads and writes the extension's tables below the
  * executor (keyed.c, parked.c) caches their OIDs per backend, checks once
  * that they still have the shape it relies on, and forgets them on relcache
- * invalidation.  The lookup and the complaint are shared here.
+ * invalidation.  The lookup, the check of the primary key's columns and the
+ * complaint are shared here.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "catalog/namespace.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 
 #include "ordering.h"
 
@@ -31,6 +34,28 @@ ordering_relation_oid(const char *relname)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation \"ordering.%s\" does not exist", relname)));
 	return relid;
+}
+
+/*
+ * The primary key of an open table of the extension, if it is on exactly the
+ * table's first nkeys columns in order (the scan keys of keyed.c and parked.c
+ * are built that way); InvalidOid otherwise.
+ */
+Oid
+ordering_primary_key_on_leading(Relation rel, int nkeys)
+{
+	Oid			indexid = RelationGetPrimaryKeyIndex(rel);
+	Relation	idx;
+	bool		ok;
+
+	if (!OidIsValid(indexid))
+		return InvalidOid;
+	idx = index_open(indexid, AccessShareLock);
+	ok = idx->rd_index->indnkeyatts == nkeys;
+	for (int i = 0; ok && i < nkeys; i++)
+		ok = idx->rd_index->indkey.values[i] == i + 1;
+	index_close(idx, AccessShareLock);
+	return ok ? indexid : InvalidOid;
 }
 
 /*

@@ -170,22 +170,6 @@ keyed_relcache_callback(Datum arg, Oid relid)
 }
 
 /*
- * Is the index on exactly (key1, key2), the key every probe uses?
- */
-static bool
-keyed_index_on_keys(Oid indexid)
-{
-	Relation	idx = index_open(indexid, AccessShareLock);
-	bool		ok;
-
-	ok = idx->rd_index->indnkeyatts == 2 &&
-		idx->rd_index->indkey.values[0] == KEYED_ATT_KEY1 &&
-		idx->rd_index->indkey.values[1] == KEYED_ATT_KEY2;
-	index_close(idx, AccessShareLock);
-	return ok;
-}
-
-/*
  * Look up the table and its primary key, and check that they still have the
  * shape this file relies on.  Other indexes may come and go (see
  * keyed_index_insert).
@@ -200,12 +184,12 @@ keyed_resolve(KeyedTable *kt)
 
 	rel = table_open(relid, AccessShareLock);
 	desc = RelationGetDescr(rel);
-	indexid = RelationGetPrimaryKeyIndex(rel);
+	indexid = ordering_primary_key_on_leading(rel, 2);
 	if (desc->natts != KEYED_NATTS ||
 		TupleDescAttr(desc, KEYED_ATT_KEY1 - 1)->atttypid != TEXTOID ||
 		TupleDescAttr(desc, KEYED_ATT_KEY2 - 1)->atttypid != TEXTOID ||
 		TupleDescAttr(desc, KEYED_ATT_VALUE - 1)->atttypid != INT8OID ||
-		!OidIsValid(indexid) || !keyed_index_on_keys(indexid))
+		!OidIsValid(indexid))
 		ordering_relation_altered(kt->relname);
 	table_close(rel, AccessShareLock);
 

@@ -8,6 +8,8 @@
 #ifndef ORDERING_H
 #define ORDERING_H
 
+#include "utils/relcache.h"
+
 /* Settings (GUCs), defined in ordering.c */
 extern int	ordering_gap_deadline;	/* seconds */
 extern int	ordering_sweep_interval;	/* seconds */
@@ -26,5 +28,6 @@ extern void ordering_worker_register(void);
 /* The extension's own relations, in catalog.c */
 extern Oid	ordering_relation_oid(const char *relname);
 extern void ordering_relation_altered(const char *relname) pg_attribute_noreturn();
+extern Oid	ordering_primary_key_on_leading(Relation rel, int nkeys);
 
 #endif							/* ORDERING_H */

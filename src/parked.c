@@ -194,17 +194,8 @@ cached_resolve(CachedRel *cr)
 	bool		ok;
 
 	rel = table_open(relid, AccessShareLock);
-	indexid = RelationGetPrimaryKeyIndex(rel);
+	indexid = ordering_primary_key_on_leading(rel, cr->nkeys);
 	ok = OidIsValid(indexid);
-	if (ok)
-	{
-		Relation	idx = index_open(indexid, AccessShareLock);
-
-		ok = idx->rd_index->indnkeyatts == cr->nkeys;
-		for (int i = 0; ok && i < cr->nkeys; i++)
-			ok = idx->rd_index->indkey.values[i] == i + 1;
-		index_close(idx, AccessShareLock);
-	}
 	if (ok && cr == &parked_rel)
 	{
 		TupleDesc	desc = RelationGetDescr(rel);
