@@ -12,6 +12,7 @@ MODULE_big = ordering
 OBJS = \
 	src/ordering.o \
 	src/catalog.o \
+	src/plans.o \
 	src/keyed.o \
 	src/producer.o \
 	src/consumer.o \

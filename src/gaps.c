@@ -128,25 +128,6 @@ static SPIPlanPtr lock_plan = NULL;
 static SPIPlanPtr sweep_plan = NULL;
 
 /*
- * Prepare a statement once per backend.
- */
-static SPIPlanPtr
-prepare_once(SPIPlanPtr *plan, const char *sql, int nargs, Oid *argtypes)
-{
-	if (*plan == NULL)
-	{
-		SPIPlanPtr	p = SPI_prepare(sql, nargs, argtypes);
-
-		if (p == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-				 sql, SPI_result_code_string(SPI_result));
-		SPI_keepplan(p);
-		*plan = p;
-	}
-	return *plan;
-}
-
-/*
  * ordering.sweep_gaps() returns setof ordering.gap_requests
  */
 Datum
@@ -166,7 +147,8 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	ret = SPI_execute_plan(prepare_once(&lock_plan, lock_sql, 0, NULL),
+	ret = SPI_execute_plan(ordering_prepare_once(&lock_plan, lock_sql,
+												 0, NULL, 0),
 						   NULL, NULL, false, 0);
 	if (ret != SPI_OK_UTILITY)
 		elog(ERROR, "locking ordering.gap_requests failed: %s",
@@ -177,7 +159,8 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 	 * gap-closing call that committed before we got it (file header).
 	 */
 	args[0] = Float8GetDatum((double) ordering_gap_deadline);
-	ret = SPI_execute_snapshot(prepare_once(&sweep_plan, sweep_sql, 1, argtypes),
+	ret = SPI_execute_snapshot(ordering_prepare_once(&sweep_plan, sweep_sql,
+													 1, argtypes, 0),
 							   args, NULL, GetLatestSnapshot(),
 							   InvalidSnapshot, false, true, 0);
 	if (ret != SPI_OK_SELECT)

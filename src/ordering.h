@@ -8,6 +8,7 @@
 #ifndef ORDERING_H
 #define ORDERING_H
 
+#include "executor/spi.h"
 #include "utils/relcache.h"
 
 /* Settings (GUCs), defined in ordering.c */
@@ -29,5 +30,10 @@ extern void ordering_worker_register(void);
 extern Oid	ordering_relation_oid(const char *relname);
 extern void ordering_relation_altered(const char *relname) pg_attribute_noreturn();
 extern Oid	ordering_primary_key_on_leading(Relation rel, int nkeys);
+
+/* SPI plans of the extension's own SQL, in plans.c */
+extern SPIPlanPtr ordering_prepare_once(SPIPlanPtr *cache, const char *sql,
+										int nargs, Oid *argtypes,
+										int cursor_options);
 
 #endif							/* ORDERING_H */

@@ -329,29 +329,6 @@ parked_count(ParkedScan *ps, text *consumer, text *resource, int64 limit)
 }
 
 /*
- * Prepare and keep an SPI plan once per backend.  The caller is connected.
- */
-static SPIPlanPtr
-prepare_once(SPIPlanPtr *cache, const char *sql, int nargs, Oid *argtypes)
-{
-	if (*cache == NULL)
-	{
-		SPIPlanPtr	plan;
-
-		/* always the generic plan: the parameters never change the best plan */
-		plan = SPI_prepare_cursor(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
-
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-				 sql, SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		*cache = plan;
-	}
-	return *cache;
-}
-
-/*
  * Run a kept plan with a fresh snapshot (see the file header).
  */
 static int
@@ -457,7 +434,7 @@ drain_delete_spi(text *consumer, text *resource, int64 from, int64 last,
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	prepare_once(&plan_drain,
+	ordering_prepare_once(&plan_drain,
 				 "WITH run AS ("
 				 " DELETE FROM ordering.parked p"
 				 " WHERE p.consumer OPERATOR(pg_catalog.=) $1"
@@ -472,7 +449,7 @@ drain_delete_spi(text *consumer, text *resource, int64 from, int64 last,
 				 " AND (g.missing_to OPERATOR(pg_catalog.<=) $5 OR $6)"
 				 " RETURNING 1)"
 				 " SELECT pg_catalog.count(*) FROM run",
-				 6, types);
+				 6, types, CURSOR_OPT_GENERIC_PLAN);
 	values[0] = PointerGetDatum(consumer);
 	values[1] = PointerGetDatum(resource);
 	values[2] = Int64GetDatum(from);
@@ -500,10 +477,10 @@ park_spi(text *consumer, text *resource, int64 seq, Datum payload, bool isnull)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	prepare_once(&plan_park,
+	ordering_prepare_once(&plan_park,
 				 "INSERT INTO ordering.parked (consumer, resource_id, seq, payload)"
 				 " VALUES ($1, $2, $3, $4)",
-				 4, types);
+				 4, types, CURSOR_OPT_GENERIC_PLAN);
 	values[0] = PointerGetDatum(consumer);
 	values[1] = PointerGetDatum(resource);
 	values[2] = Int64GetDatum(seq);
@@ -682,12 +659,12 @@ settle_gap_spi(text *consumer, text *resource, int64 position,
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	prepare_once(&plan_gap_settle,
+	ordering_prepare_once(&plan_gap_settle,
 				 "DELETE FROM ordering.gap_requests g"
 				 " WHERE g.consumer OPERATOR(pg_catalog.=) $1"
 				 " AND g.resource_id OPERATOR(pg_catalog.=) $2"
 				 " AND (g.missing_to OPERATOR(pg_catalog.<=) $3 OR $4)",
-				 4, types);
+				 4, types, CURSOR_OPT_GENERIC_PLAN);
 	values[0] = PointerGetDatum(consumer);
 	values[1] = PointerGetDatum(resource);
 	values[2] = Int64GetDatum(position);

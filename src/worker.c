@@ -98,6 +98,24 @@ typedef struct SweeperSlot
 static List *slots = NIL;		/* of SweeperSlot *, in TopMemoryContext */
 
 /*
+ * Fill in a worker of this library: its entry point, type and restart
+ * policy; the caller names it and adds what else it needs.
+ */
+static void
+worker_init(BackgroundWorker *worker, const char *function, const char *type,
+			int restart_time)
+{
+	memset(worker, 0, sizeof(*worker));
+	worker->bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker->bgw_restart_time = restart_time;
+	snprintf(worker->bgw_library_name, BGW_MAXLEN, "ordering");
+	snprintf(worker->bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(worker->bgw_type, BGW_MAXLEN, "%s", type);
+}
+
+/*
  * Register the launcher; called from _PG_init when preloaded.
  */
 void
@@ -105,15 +123,9 @@ ordering_worker_register(void)
 {
 	BackgroundWorker worker;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = LAUNCHER_RESTART_SECS;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "ordering");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "ordering_launcher_main");
+	worker_init(&worker, "ordering_launcher_main", LAUNCHER_TYPE,
+				LAUNCHER_RESTART_SECS);
 	snprintf(worker.bgw_name, BGW_MAXLEN, LAUNCHER_TYPE);
-	snprintf(worker.bgw_type, BGW_MAXLEN, LAUNCHER_TYPE);
 	RegisterBackgroundWorker(&worker);
 }
 
@@ -168,16 +180,10 @@ start_sweeper(SweeperSlot *slot)
 	BackgroundWorkerHandle *handle;
 	MemoryContext old;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "ordering");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "ordering_sweeper_main");
+	worker_init(&worker, "ordering_sweeper_main", SWEEPER_TYPE,
+				BGW_NEVER_RESTART);
 	snprintf(worker.bgw_name, BGW_MAXLEN, SWEEPER_TYPE " for database %s",
 			 slot->args.dbname);
-	snprintf(worker.bgw_type, BGW_MAXLEN, SWEEPER_TYPE);
 	memcpy(worker.bgw_extra, &slot->args, sizeof(SweeperArgs));
 	worker.bgw_notify_pid = MyProcPid;
 
@@ -403,15 +409,8 @@ sweep_once(void)
 		int64		emitted;
 
 		pgstat_report_activity(STATE_RUNNING, sql);
-		if (plan == NULL)
-		{
-			plan = SPI_prepare(sql, 0, NULL);
-			if (plan == NULL)
-				elog(ERROR, "SPI_prepare failed: %s",
-					 SPI_result_code_string(SPI_result));
-			SPI_keepplan(plan);
-		}
-		ret = SPI_execute_plan(plan, NULL, NULL, false, 0);
+		ret = SPI_execute_plan(ordering_prepare_once(&plan, sql, 0, NULL, 0),
+							   NULL, NULL, false, 0);
 		if (ret != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "gap sweep failed: %s", SPI_result_code_string(ret));
 		emitted = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
