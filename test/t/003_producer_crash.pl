@@ -8,6 +8,9 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use OrderingWorkload;
 
 my $node = PostgreSQL::Test::Cluster->new('crash');
 $node->init;
@@ -27,17 +30,6 @@ SELECT ordering.emit('r' || (:r % 7), 'e', '{}');
 COMMIT;
 });
 
-# Every resource: seqs 1..n without gap or repeat, counter = n.
-my $broken_sql = q{
-	SELECT count(*)
-	  FROM (SELECT resource_id, count(*) AS n, count(DISTINCT seq) AS d,
-	               min(seq) AS lo, max(seq) AS hi
-	          FROM ordering.outbox GROUP BY resource_id) o
-	  FULL JOIN (SELECT resource_id, last_seq FROM ordering.sequences
-	              WHERE stream = 'ordering.outbox') s USING (resource_id)
-	 WHERE o.n IS DISTINCT FROM o.hi OR o.d IS DISTINCT FROM o.n
-	    OR o.lo IS DISTINCT FROM 1 OR s.last_seq IS DISTINCT FROM o.hi
-};
 
 # Start concurrent producers; returns their handle once they have committed
 # at least 200 more events, and the number of events seen committed then.
@@ -57,7 +49,7 @@ sub start_producers
 sub check_after_restart
 {
 	my ($what, $seen) = @_;
-	is($node->safe_psql('postgres', $broken_sql), '0',
+	is($node->safe_psql('postgres', $OrderingWorkload::producer_violations_sql), '',
 		"$what: every resource is 1..n with its counter at n");
 	my $total = $node->safe_psql('postgres', 'SELECT count(*) FROM ordering.outbox');
 	cmp_ok($total, '>=', $seen, "$what: every event seen committed survived");

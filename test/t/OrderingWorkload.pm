@@ -197,12 +197,10 @@ sub drain_inbox
 	return $total;
 }
 
-# Every resource of the outbox is numbered 1..n with its counter at n;
-# returns the offending resources.
-sub producer_violations
-{
-	my ($w) = @_;
-	return $w->{node}->safe_psql('producerdb', q{
+# The resources of ordering.outbox that are not numbered 1..n without gap or
+# repeat with their counter at n, space-separated (empty when none).  Also
+# used by 003_producer_crash.
+our $producer_violations_sql = q{
 	SELECT string_agg(COALESCE(o.resource_id, s.resource_id), ' ')
 	  FROM (SELECT resource_id, count(*) AS n, count(DISTINCT seq) AS d,
 	               min(seq) AS lo, max(seq) AS hi
@@ -210,7 +208,14 @@ sub producer_violations
 	  FULL JOIN (SELECT resource_id, last_seq FROM ordering.sequences
 	              WHERE stream = 'ordering.outbox') s USING (resource_id)
 	 WHERE o.n IS DISTINCT FROM o.hi OR o.d IS DISTINCT FROM o.n
-	    OR o.lo IS DISTINCT FROM 1 OR s.last_seq IS DISTINCT FROM o.hi});
+	    OR o.lo IS DISTINCT FROM 1 OR s.last_seq IS DISTINCT FROM o.hi};
+
+# Every resource of the outbox is numbered 1..n with its counter at n;
+# returns the offending resources.
+sub producer_violations
+{
+	my ($w) = @_;
+	return $w->{node}->safe_psql('producerdb', $producer_violations_sql);
 }
 
 # The consumer invariants, as one query listing every violation.
