@@ -55,10 +55,10 @@ done
 # The consumer workloads give each of the 2 clients 5,000 resources of its
 # own (10,000 in all); d is the shuffle depth (see bench/sql/setup_consumer.sql).
 workloads=(
-	"single-10k|2|resources=10000|plain|plain ordering plpgsql pgq|"
-	"hot-1|2|resources=1|plain|plain ordering plpgsql naive pgq|"
+	"single-10k|2|resources=10000|plain|plain ordering plpgsql pgq no_counter lock_only|"
+	"hot-1|2|resources=1|plain|plain ordering plpgsql naive pgq no_counter lock_only|"
 	"batch100-10k|1|resources=10000|plain_batch|plain_batch ordering_batch plpgsql_batch pgq_batch|"
-	"apply-shuffled|2|resources=5000 d=4 k=0|apply_guarded|apply_guarded apply_ext apply_newer_only floor|reset_consumer"
+	"apply-shuffled|2|resources=5000 d=4 k=0|apply_guarded|apply_guarded apply_guarded_select apply_ext apply_newer_only floor|reset_consumer"
 	"deliver-shuffled|2|resources=5000 d=4 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext floor|reset_consumer"
 	"deliver-inorder|2|resources=5000 d=1 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext floor|reset_consumer"
 )
@@ -70,6 +70,10 @@ mkdir -p "$out"
 sandbox_create "$here"
 trap 'as_postgres pg_ctl -D "$SANDBOX/data" -m immediate stop >/dev/null 2>&1 || true; cpu_cgroup_remove; sandbox_destroy' EXIT
 sandbox_build
+# the producer bounds (bench/probe): built into the sandbox only
+as_postgres make -s -C "$SANDBOX/src/bench/probe" PG_CONFIG="$PG_CONFIG_SYSTEM"
+as_postgres make -s -C "$SANDBOX/src/bench/probe" PG_CONFIG="$PG_CONFIG_SYSTEM" \
+	DESTDIR="$SANDBOX/inst" install
 
 data=$SANDBOX/data
 sock=$SANDBOX

@@ -36,7 +36,7 @@ awk '
 		rounds[round] = 1
 	}
 	END {
-		printf "%-16s %-16s %12s %8s %8s %8s %8s %9s\n", "workload", "variant", "median_tps", "ratio", "paired", "failed", "cpu_us", "cpu_ratio"
+		printf "%-16s %-20s %12s %8s %8s %8s %8s %9s\n", "workload", "variant", "median_tps", "ratio", "paired", "failed", "cpu_us", "cpu_ratio"
 		for (i = 1; i <= nw; i++) {
 			w = worder[i]; b = median(all[w, base[w]])
 			bc = ((w, base[w]) in cpu) ? median(cpu[w, base[w]]) : 0
@@ -51,7 +51,7 @@ awk '
 						pr = pr " " tps[w, v, r] / tps[w, base[w], r]
 				m = median(all[w, v])
 				c = ((w, v) in cpu) ? median(cpu[w, v]) : 0
-				printf "%-16s %-16s %12.0f %7.2fx %7.2fx %8d %8s %9s\n", w, v, m, (b > 0 ? m / b : 0), median(pr), failed[w, v],
+				printf "%-16s %-20s %12.0f %7.2fx %7.2fx %8d %8s %9s\n", w, v, m, (b > 0 ? m / b : 0), median(pr), failed[w, v],
 					(c > 0 ? sprintf("%.1f", c) : "-"), (c > 0 && bc > 0 ? sprintf("%.2fx", bc / c) : "-")
 			}
 		}

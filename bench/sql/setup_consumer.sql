@@ -14,6 +14,7 @@
 CREATE TABLE proj_guarded (resource_id text PRIMARY KEY, plan text NOT NULL, version bigint NOT NULL);
 CREATE TABLE proj_ext (LIKE proj_guarded INCLUDING ALL);
 CREATE TABLE proj_newer (LIKE proj_guarded INCLUDING ALL);
+CREATE TABLE proj_guarded_select (LIKE proj_guarded INCLUDING ALL);
 CREATE TRIGGER newer_only BEFORE UPDATE ON proj_newer
     FOR EACH ROW EXECUTE FUNCTION ordering.newer_only('version');
 

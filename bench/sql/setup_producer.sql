@@ -10,6 +10,19 @@ CREATE TABLE plain_outbox (
 CREATE TABLE ext_outbox (LIKE plain_outbox INCLUDING ALL);
 SELECT ordering.attach('ext_outbox');
 
+-- Bounds (bench/probe/ordering_probe.c): the trigger's frame with no counter,
+-- and with only the per-resource lock held until commit.
+CREATE FUNCTION probe_no_counter() RETURNS trigger
+    AS 'ordering_probe', 'probe_no_counter' LANGUAGE C;
+CREATE FUNCTION probe_lock_only() RETURNS trigger
+    AS 'ordering_probe', 'probe_lock_only' LANGUAGE C;
+CREATE TABLE no_counter_outbox (LIKE plain_outbox INCLUDING ALL);
+CREATE TRIGGER probe BEFORE INSERT ON no_counter_outbox
+    FOR EACH ROW EXECUTE FUNCTION probe_no_counter('resource_id', 'seq');
+CREATE TABLE lock_only_outbox (LIKE plain_outbox INCLUDING ALL);
+CREATE TRIGGER probe BEFORE INSERT ON lock_only_outbox
+    FOR EACH ROW EXECUTE FUNCTION probe_lock_only('resource_id', 'seq');
+
 -- What a careful user writes by hand: a counter row per resource.
 CREATE TABLE plpgsql_outbox (LIKE plain_outbox INCLUDING ALL);
 CREATE TABLE plpgsql_counters (resource_id text PRIMARY KEY, last_seq bigint NOT NULL);
