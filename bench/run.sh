@@ -58,7 +58,7 @@ workloads=(
 	"single-10k|2|resources=10000|plain|plain ordering plpgsql pgq no_counter lock_only|"
 	"hot-1|2|resources=1|plain|plain ordering plpgsql naive pgq no_counter lock_only|"
 	"batch100-10k|1|resources=10000|plain_batch|plain_batch ordering_batch plpgsql_batch pgq_batch|"
-	"apply-shuffled|2|resources=5000 d=4 k=0|apply_guarded|apply_guarded apply_guarded_select apply_ext apply_newer_only floor|reset_consumer"
+	"apply-shuffled|2|resources=5000 d=4 k=0|apply_guarded|apply_guarded apply_guarded_select apply_ext apply_ext_function apply_newer_only floor|reset_consumer"
 	"deliver-shuffled|2|resources=5000 d=4 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext floor|reset_consumer"
 	"deliver-inorder|2|resources=5000 d=1 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext floor|reset_consumer"
 )

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 #
-# Static analysis of the extension's C code: cppcheck and clang-tidy (its
-# configuration is .clang-tidy at the top).  Exits non-zero on any finding.
+# Static analysis of the C code (the extension and the bench probes):
+# cppcheck and clang-tidy (its configuration is .clang-tidy at the top).
+# Exits non-zero on any finding.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,11 +16,11 @@ cppcheck --enable=warning,performance,portability --std=c99 \
 	--error-exitcode=1 --inline-suppr --quiet \
 	-I "$server_inc" --suppress=missingIncludeSystem \
 	--suppress="*:$server_inc/*" -D__GNUC__ -DUSE_ASSERT_CHECKING \
-	src/
+	src/ bench/probe/
 echo "cppcheck: clean"
 
 # WarningsAsErrors makes clang-tidy exit non-zero on any finding
-if ! out=$(clang-tidy --quiet src/*.c -- -I"$server_inc" \
+if ! out=$(clang-tidy --quiet src/*.c bench/probe/*.c -- -I"$server_inc" \
 	-I"$(dirname "$server_inc")/internal" -D_GNU_SOURCE 2>&1); then
 	grep -v "warnings generated" <<<"$out"
 	exit 1

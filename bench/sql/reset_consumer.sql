@@ -1,3 +1,3 @@
 -- Run before every consumer run: every variant starts from empty state.
-TRUNCATE proj_guarded, proj_guarded_select, proj_ext, proj_newer, plpgsql_positions, plpgsql_parked,
+TRUNCATE proj_guarded, proj_guarded_select, proj_ext_function, proj_ext, proj_newer, plpgsql_positions, plpgsql_parked,
     floor_positions, ordering.positions, ordering.parked, ordering.gap_requests;

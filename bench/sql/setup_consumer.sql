@@ -15,6 +15,15 @@ CREATE TABLE proj_guarded (resource_id text PRIMARY KEY, plan text NOT NULL, ver
 CREATE TABLE proj_ext (LIKE proj_guarded INCLUDING ALL);
 CREATE TABLE proj_newer (LIKE proj_guarded INCLUDING ALL);
 CREATE TABLE proj_guarded_select (LIKE proj_guarded INCLUDING ALL);
+CREATE TABLE proj_ext_function (LIKE proj_guarded INCLUDING ALL);
+-- apply_ext's statement in a PL/pgSQL function, which plans it once per
+-- session: what a client on the simple protocol can do instead of preparing.
+CREATE FUNCTION apply_plan(r text, p text, s bigint) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO proj_ext_function AS v (resource_id, plan, version)
+    SELECT r, p, s WHERE ordering.apply_if_newer('bench_function', r, s)
+        ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;
+END $$;
 CREATE TRIGGER newer_only BEFORE UPDATE ON proj_newer
     FOR EACH ROW EXECUTE FUNCTION ordering.newer_only('version');
 
