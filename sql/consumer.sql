@@ -155,6 +155,34 @@ SELECT count(*) FILTER (WHERE t.rows = 1) AS changed,
 SELECT events_consumed, events_applied, events_stale + events_duplicate AS dropped
   FROM ordering.stats WHERE consumer = 'one-statement';
 
+-- (d) The README's function for clients that do not prepare: the statement
+-- of (c), planned once per session, says whether it applied the event.
+CREATE TABLE subscriptions_view (id text PRIMARY KEY, plan text NOT NULL);
+CREATE FUNCTION apply_plan(p_id text, p_plan text, p_seq bigint) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO subscriptions_view (id, plan)
+    SELECT p_id, p_plan
+     WHERE ordering.apply_if_newer('billing', p_id, p_seq)
+        ON CONFLICT (id) DO UPDATE SET plan = EXCLUDED.plan;
+    RETURN FOUND;                       -- false: stale or duplicate
+END $$;
+CREATE TABLE function_outcomes (n int, applied boolean);
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT n, seq FROM state_arrivals ORDER BY n LOOP
+        INSERT INTO function_outcomes VALUES (r.n, apply_plan('s1', 'p' || r.seq, r.seq));
+    END LOOP;
+END
+$$;
+SELECT v.plan, ordering.position('billing', 's1') AS position FROM subscriptions_view v;
+-- The same events were applied as in (a).
+SELECT count(*) FILTER (WHERE f.applied) AS applied,
+       count(*) FILTER (WHERE f.applied <> o.applied) AS differ
+  FROM function_outcomes f JOIN state_outcomes o USING (n);
+
 -------------------------------------------------------------------------------
 -- newer_only in detail
 -------------------------------------------------------------------------------
