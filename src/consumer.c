@@ -318,6 +318,22 @@ ready_return(ReadyList *ready, ReturnSetInfo *rsinfo)
 }
 
 /*
+ * Set up the tuplestore of deliver() and skip_gap().  The executor passes
+ * the row type it expects (our OUT parameters) in expectedDesc: using it
+ * saves building the same descriptor from pg_proc at every call, which
+ * get_call_result_type() would.
+ */
+static void
+materialize_result(FunctionCallInfo fcinfo)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		expected = rsinfo != NULL && IsA(rsinfo, ReturnSetInfo) &&
+		rsinfo->expectedDesc != NULL;
+
+	InitMaterializedSRF(fcinfo, expected ? MAT_SRF_USE_EXPECTED_DESC : 0);
+}
+
+/*
  * ordering.deliver(consumer text, resource_id text, seq bigint,
  *					payload jsonb) returns table (seq bigint, payload jsonb)
  */
@@ -331,7 +347,7 @@ ordering_deliver(PG_FUNCTION_ARGS)
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
 
 	get_key_args(fcinfo, &consumer, &resource, &seq);
-	InitMaterializedSRF(fcinfo, 0);
+	materialize_result(fcinfo);
 	deliver_event(consumer, resource, seq, payload_arg(fcinfo), PG_ARGISNULL(3),
 				  &ready);
 
@@ -469,7 +485,7 @@ ordering_skip_gap(PG_FUNCTION_ARGS)
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
 
 	get_key_args(fcinfo, &consumer, &resource, NULL);
-	InitMaterializedSRF(fcinfo, 0);
+	materialize_result(fcinfo);
 
 	keyed_lock_key(&ordering_positions, consumer, resource);
 	parked_open(&ps);
