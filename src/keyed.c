@@ -101,6 +101,7 @@
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -161,6 +162,7 @@ keyed_relcache_callback(Datum arg, Oid relid)
 		if (relid == InvalidOid || relid == kt->relid || relid == kt->indexid)
 		{
 			kt->relid = kt->indexid = InvalidOid;
+			kt->nblocks_lxid = InvalidLocalTransactionId;
 			/* a new relfilenode makes every cached TID meaningless */
 			if (keyed_tid_cache != NULL)
 				MemSet(keyed_tid_cache, 0,
@@ -210,6 +212,7 @@ keyed_resolve(KeyedTable *kt)
  */
 typedef struct KeyedRel
 {
+	KeyedTable *kt;
 	Relation	rel;
 	Relation	idx;			/* NULL until keyed_index() */
 	Oid			indexid;
@@ -226,6 +229,7 @@ keyed_open(KeyedTable *kt, LOCKMODE mode, KeyedRel *kr)
 		keyed_resolve(kt);
 
 	/* opening may process invalidations that reset kt: copy the index first */
+	kr->kt = kt;
 	kr->indexid = kt->indexid;
 	kr->rel = table_open(kt->relid, mode);
 	kr->idx = NULL;
@@ -350,6 +354,31 @@ keyed_fetch_chain(Relation rel, Buffer buf, ItemPointer root, bool check_key,
 }
 
 /*
+ * Whether block blkno of the table exists: a cached TID may point past the
+ * end of a table that VACUUM truncated since.
+ *
+ * The size is a system call away (lseek), so it is kept for the rest of the
+ * subtransaction that asked: the lock keyed_open() took is held at least
+ * that long, and VACUUM cannot truncate the table under it (truncating needs
+ * AccessExclusiveLock).  The table may grow meanwhile, so a block at or past
+ * the size kept is asked about again.  A new relfilenode (TRUNCATE, CLUSTER,
+ * VACUUM FULL) comes with a relcache invalidation, which forgets the size.
+ */
+static bool
+keyed_block_exists(KeyedRel *kr, BlockNumber blkno)
+{
+	KeyedTable *kt = kr->kt;
+
+	if (blkno < kt->nblocks && kt->nblocks_lxid == MyProc->lxid &&
+		kt->nblocks_subid == GetCurrentSubTransactionId())
+		return true;
+	kt->nblocks = RelationGetNumberOfBlocks(kr->rel);
+	kt->nblocks_lxid = MyProc->lxid;
+	kt->nblocks_subid = GetCurrentSubTransactionId();
+	return blkno < kt->nblocks;
+}
+
+/*
  * Find the newest version of (key1, key2) that we may see: committed, or our
  * own.  Returns a copy, or NULL.  Tries the cached TID first, then probes
  * the primary key (see file header).
@@ -374,9 +403,8 @@ keyed_fetch(KeyedRel *kr, text *key1, text *key2)
 
 		if (slot->relid != RelationGetRelid(rel) ||
 			slot->hashcheck != (uint32) (hash >> 32) ||
-			ItemPointerGetBlockNumber(&slot->tid) >= RelationGetNumberOfBlocks(rel))
+			!keyed_block_exists(kr, ItemPointerGetBlockNumber(&slot->tid)))
 			continue;
-		/* our RowExclusiveLock or AccessShareLock keeps VACUUM from truncating */
 		buf = ReadBuffer(rel, ItemPointerGetBlockNumber(&slot->tid));
 		keyed_maybe_prune(rel, buf);
 		tuple = keyed_fetch_chain(rel, buf, &slot->tid, true, key1, key2, NULL);
