@@ -474,6 +474,13 @@ SELECT * FROM ordering.deliver('cap', 'r', 6, '{}');
 SELECT array_agg(seq ORDER BY seq) AS parked FROM ordering.parked
  WHERE consumer = 'cap' AND resource_id = 'r';
 
+-- Called in the select list as well as in FROM (the row type comes from the
+-- executor either way).
+SELECT ordering.deliver('tlist', 'r', 2, '{"n": 2}');           -- parked: no row
+SELECT (ordering.deliver('tlist', 'r', 1, '{"n": 1}')).*;       -- 1, then 2
+SELECT ordering.deliver('tlist', 'r', 4, '{"n": 4}');           -- parked
+SELECT ordering.skip_gap('tlist', 'r');                         -- (4, ...)
+
 -------------------------------------------------------------------------------
 -- skip_gap
 -------------------------------------------------------------------------------
