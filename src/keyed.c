@@ -101,7 +101,7 @@
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
-#include "storage/proc.h"
+#include "storage/smgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -162,7 +162,6 @@ keyed_relcache_callback(Datum arg, Oid relid)
 		if (relid == InvalidOid || relid == kt->relid || relid == kt->indexid)
 		{
 			kt->relid = kt->indexid = InvalidOid;
-			kt->nblocks_lxid = InvalidLocalTransactionId;
 			/* a new relfilenode makes every cached TID meaningless */
 			if (keyed_tid_cache != NULL)
 				MemSet(keyed_tid_cache, 0,
@@ -212,7 +211,6 @@ keyed_resolve(KeyedTable *kt)
  */
 typedef struct KeyedRel
 {
-	KeyedTable *kt;
 	Relation	rel;
 	Relation	idx;			/* NULL until keyed_index() */
 	Oid			indexid;
@@ -229,7 +227,6 @@ keyed_open(KeyedTable *kt, LOCKMODE mode, KeyedRel *kr)
 		keyed_resolve(kt);
 
 	/* opening may process invalidations that reset kt: copy the index first */
-	kr->kt = kt;
 	kr->indexid = kt->indexid;
 	kr->rel = table_open(kt->relid, mode);
 	kr->idx = NULL;
@@ -357,25 +354,26 @@ keyed_fetch_chain(Relation rel, Buffer buf, ItemPointer root, bool check_key,
  * Whether block blkno of the table exists: a cached TID may point past the
  * end of a table that VACUUM truncated since.
  *
- * The size is a system call away (lseek), so it is kept for the rest of the
- * subtransaction that asked: the lock keyed_open() took is held at least
- * that long, and VACUUM cannot truncate the table under it (truncating needs
- * AccessExclusiveLock).  The table may grow meanwhile, so a block at or past
- * the size kept is asked about again.  A new relfilenode (TRUNCATE, CLUSTER,
- * VACUUM FULL) comes with a relcache invalidation, which forgets the size.
+ * Asking the kernel (lseek) at every fetch would cost a system call per
+ * event, so we first look at the size the table's SMgrRelation remembers
+ * from the last time anyone in this backend asked or extended the table.
+ * It may be too small (another backend extended the table since: then we
+ * ask), never too large while we hold our lock: truncating needs
+ * AccessExclusiveLock, and smgrtruncate() sends an smgr invalidation before
+ * it touches the file, which we process when we take our lock after it
+ * (LockRelationOid), closing the SMgrRelation and its remembered size.  That
+ * is the same rule that keeps core's smgr_targblock from pointing past the
+ * end.  A new relfilenode (TRUNCATE, CLUSTER, VACUUM FULL) comes with a new
+ * SMgrRelation.
  */
 static bool
-keyed_block_exists(KeyedRel *kr, BlockNumber blkno)
+keyed_block_exists(Relation rel, BlockNumber blkno)
 {
-	KeyedTable *kt = kr->kt;
+	BlockNumber known = RelationGetSmgr(rel)->smgr_cached_nblocks[MAIN_FORKNUM];
 
-	if (blkno < kt->nblocks && kt->nblocks_lxid == MyProc->lxid &&
-		kt->nblocks_subid == GetCurrentSubTransactionId())
+	if (known != InvalidBlockNumber && blkno < known)
 		return true;
-	kt->nblocks = RelationGetNumberOfBlocks(kr->rel);
-	kt->nblocks_lxid = MyProc->lxid;
-	kt->nblocks_subid = GetCurrentSubTransactionId();
-	return blkno < kt->nblocks;
+	return blkno < RelationGetNumberOfBlocks(rel);
 }
 
 /*
@@ -403,7 +401,7 @@ keyed_fetch(KeyedRel *kr, text *key1, text *key2)
 
 		if (slot->relid != RelationGetRelid(rel) ||
 			slot->hashcheck != (uint32) (hash >> 32) ||
-			!keyed_block_exists(kr, ItemPointerGetBlockNumber(&slot->tid)))
+			!keyed_block_exists(rel, ItemPointerGetBlockNumber(&slot->tid)))
 			continue;
 		buf = ReadBuffer(rel, ItemPointerGetBlockNumber(&slot->tid));
 		keyed_maybe_prune(rel, buf);

@@ -8,8 +8,6 @@
 #ifndef ORDERING_KEYED_H
 #define ORDERING_KEYED_H
 
-#include "storage/block.h"
-
 /*
  * One table of the shape (key1 text, key2 text, value bigint) with a primary
  * key on (key1, key2): ordering.sequences and ordering.positions.
@@ -20,10 +18,6 @@ typedef struct KeyedTable
 	uint16		lockclass;		/* tells its key locks from other tables' */
 	Oid			relid;			/* cached; InvalidOid until looked up */
 	Oid			indexid;		/* its primary key */
-	/* its size, as of a subtransaction (keyed.c, keyed_block_exists) */
-	BlockNumber nblocks;
-	LocalTransactionId nblocks_lxid;
-	SubTransactionId nblocks_subid;
 } KeyedTable;
 
 /*
