@@ -11,6 +11,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$here/test/lib.sh"
+. "$here/bench/server.sh"
 
 transactions=20000
 case "${1:-}" in
@@ -25,15 +26,7 @@ sandbox_create "$here"
 trap 'as_postgres pg_ctl -D "$SANDBOX/data" -m immediate stop >/dev/null 2>&1 || true; sandbox_destroy' EXIT
 sandbox_build
 
-as_postgres initdb -D "$SANDBOX/data" -A trust -U postgres >/dev/null
-cat >>"$SANDBOX/data/postgresql.conf" <<EOF2
-listen_addresses = ''
-unix_socket_directories = '$SANDBOX'
-shared_preload_libraries = 'ordering'
-synchronous_commit = off
-autovacuum = off
-EOF2
-as_postgres pg_ctl -D "$SANDBOX/data" -l "$SANDBOX/log" -w start >/dev/null
+bench_server_start
 
 as_postgres psql -h "$SANDBOX" -U postgres -X -q -c "
 CREATE EXTENSION ordering;

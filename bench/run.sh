@@ -25,6 +25,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$here/test/lib.sh"
 . "$here/bench/cgroup.sh"
+. "$here/bench/server.sh"
 
 args="$*"
 rounds=5
@@ -77,18 +78,8 @@ as_postgres make -s -C "$SANDBOX/src/bench/probe" PG_CONFIG="$PG_CONFIG_SYSTEM" 
 
 data=$SANDBOX/data
 sock=$SANDBOX
-as_postgres initdb -D "$data" -A trust -U postgres >/dev/null
-cat >>"$data/postgresql.conf" <<EOF
-listen_addresses = ''
-unix_socket_directories = '$sock'
-shared_preload_libraries = 'ordering'
-synchronous_commit = off
-shared_buffers = 512MB
-max_wal_size = 4GB
-checkpoint_timeout = 30min
-autovacuum = off
-EOF
-as_postgres pg_ctl -D "$data" -l "$SANDBOX/server.log" -w start >/dev/null
+bench_server_start "shared_buffers = 512MB" "max_wal_size = 4GB" \
+	"checkpoint_timeout = 30min"
 cpu_cgroup_attach "$(head -n1 "$data/postmaster.pid")"
 
 psql_bench() { as_postgres psql -X -q -h "$sock" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
