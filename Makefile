@@ -1,7 +1,8 @@
 # PGXS build of the ordering extension.
 #
 # Regression tests live in sql/ + expected/ (pg_regress), isolation specs in
-# test/specs + test/expected, TAP tests in test/t.  All of them run on their
+# test/specs with their expected outputs in expected/ too (as contrib keeps
+# them), TAP tests in test/t.  All of them run on their
 # own throwaway servers because they need shared_preload_libraries; see
 # test/run.sh for the one command that installs, builds and runs everything.
 
@@ -23,7 +24,10 @@ OBJS = \
 	src/gaps.o \
 	src/worker.o
 
-DATA = sql/ordering--$(EXTVERSION).sql
+# Installing the default version runs the 1.0 script, then every upgrade
+# script after it: a fresh install and an upgraded one are built by the same
+# statements.
+DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql
 
 REGRESS = producer consumer gaps stats search_path gaps_search_path privileges hot_paths bad_input
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
@@ -31,7 +35,11 @@ REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 
 ISOLATION = producer_order keyed_reindex consumer_deliver consumer_apply consumer_newer_only gaps_sweep \
 	gaps_race
-ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_isolation \
+# pg_isolation_regress reads specs/ and expected/ from --outputdir first, then
+# from --inputdir: the specs are linked into the output directory, so the
+# expected outputs come from the top-level expected/.
+ISOLATION_OPTS = --inputdir=. --outputdir=output_iso \
+	--temp-instance=./tmp_check_isolation \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
 TAP_TESTS = 1
@@ -43,6 +51,9 @@ PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 EXTRA_CLEAN = tmp_check_regress tmp_check_isolation output_iso \
 	results regression.diffs regression.out
 
+# PGXS's own installcheck runs this first too
+REGRESS_PREP = output_iso/specs
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
@@ -53,8 +64,12 @@ include $(PGXS)
 installcheck-regress:
 	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
 
-installcheck-isolation:
+installcheck-isolation: output_iso/specs
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
 
 installcheck-tap:
 	$(prove_installcheck)
+
+output_iso/specs:
+	mkdir -p output_iso
+	ln -sfn ../test/specs output_iso/specs
