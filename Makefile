@@ -12,10 +12,15 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" ordering.contro
 MODULE_big = ordering
 OBJS = \
 	src/ordering.o \
-	src/catalog.o \
 	src/plans.o \
-	src/keyed.o \
+	src/owned.o \
+	src/owned_rows.o \
+	src/counters.o \
+	src/resource_key.o \
+	src/provisional.o \
+	src/attached.o \
 	src/producer.o \
+	src/restore.o \
 	src/consumer.o \
 	src/parked.o \
 	src/newer_only.o \
@@ -29,7 +34,7 @@ OBJS = \
 # statements.
 DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql
 
-REGRESS = producer consumer gaps stats search_path gaps_search_path privileges hot_paths bad_input
+REGRESS = producer producer_sql restore_mode consumer gaps stats search_path gaps_search_path privileges hot_paths bad_input
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
@@ -45,6 +50,7 @@ ISOLATION_OPTS = --inputdir=. --outputdir=output_iso \
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
+PG_CPPFLAGS = -DORDERING_VERSION=\"$(EXTVERSION)\"
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 

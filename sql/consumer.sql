@@ -562,7 +562,7 @@ SELECT consumer, resource_id FROM ordering.gap_requests ORDER BY 1, 2;
 -- How ordering.parked is written
 -------------------------------------------------------------------------------
 
--- Rows parked and drained below SPI keep both indexes of ordering.parked
+-- Rows parked and drained below the executor keep both indexes of ordering.parked
 -- exact: amcheck finds an index entry for every row.
 SELECT count(*) AS returned
   FROM generate_series(40, 2, -1) g, LATERAL ordering.deliver('idx', 'r', g, '{}') d;
@@ -581,38 +581,31 @@ SELECT bt_index_parent_check(i.indexrelid, true) IS NOT NULL AS checked,
  WHERE i.indrelid = 'ordering.parked'::regclass ORDER BY c.relname;
 DROP EXTENSION amcheck;
 
--- With a trigger on ordering.parked, parking and draining go through SQL, so
--- the trigger fires; the results are the same.
-BEGIN;
+-- A trigger on ordering.parked would not fire for the extension's direct
+-- writes, so while it has one the table is refused at first use, with
+-- SQLSTATE 55000 naming the trigger, and nothing changes.  Without it the
+-- same calls work.
 CREATE TABLE parked_log (op text, seq bigint);
 CREATE FUNCTION log_parked() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO parked_log VALUES (TG_OP, NEW.seq);
-        RETURN NEW;
-    END IF;
-    INSERT INTO parked_log VALUES (TG_OP, OLD.seq);
-    RETURN OLD;
+    INSERT INTO parked_log VALUES (TG_OP, NEW.seq);
+    RETURN NEW;
 END
 $$;
 CREATE TRIGGER log_parked BEFORE INSERT OR DELETE ON ordering.parked
     FOR EACH ROW EXECUTE FUNCTION log_parked();
 SELECT * FROM ordering.deliver('trg', 'r', 3, '{"n": 3}');
-SELECT * FROM ordering.deliver('trg', 'r', 2, '{"n": 2}');
-SELECT * FROM ordering.deliver('trg', 'r', 5, '{"n": 5}');
-SELECT * FROM ordering.deliver('trg', 'r', 5, '{"n": 5}');
-SELECT open_gap('trg', 'r', 1, 1);
-SELECT * FROM ordering.deliver('trg', 'r', 1, '{"n": 1}');
-SELECT ordering.position('trg', 'r'),
-       (SELECT array_agg(seq) FROM ordering.parked WHERE consumer = 'trg') AS parked,
-       (SELECT count(*) FROM ordering.gap_requests WHERE consumer = 'trg') AS requests;
+\echo :SQLSTATE
 SELECT * FROM ordering.skip_gap('trg', 'r');
-SELECT * FROM parked_log;
-ROLLBACK;
--- Without it, below SPI again: no trace of the rolled-back work.
+\echo :SQLSTATE
+SELECT count(*) AS parked, (SELECT count(*) FROM parked_log) AS logged
+  FROM ordering.parked WHERE consumer = 'trg';
+DROP TRIGGER log_parked ON ordering.parked;
 SELECT * FROM ordering.deliver('trg', 'r', 2, '{}');
 SELECT * FROM ordering.deliver('trg', 'r', 1, '{}');
 SELECT count(*) AS parked FROM ordering.parked;
+DROP TABLE parked_log;
+DROP FUNCTION log_parked();
 
 -------------------------------------------------------------------------------
 -- The seed's delta events: "add 50 euros" must not be lost

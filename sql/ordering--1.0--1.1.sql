@@ -40,3 +40,367 @@ SELECT d.consumer, d.resource_id, d.seq, d.payload, d.sqlstate, d.message,
   FROM ordering.dead_letter_events d;
 COMMENT ON VIEW ordering.dead_letters IS
     'One row per dead letter: the event that blocks its (consumer, resource), its error, how often it was tried, and how many events wait behind it';
+
+-------------------------------------------------------------------------------
+-- Producer: the sequencing trigger under ordinary SQL, and restores
+-------------------------------------------------------------------------------
+
+-- The block of a (consumer, resource) by its dead letter: the seq that
+-- waits in ordering.dead_letter_events; NULL when the key is not blocked.
+ALTER TABLE ordering.positions ADD COLUMN blocked_at bigint;
+COMMENT ON COLUMN ordering.positions.blocked_at IS
+    'The seq of the dead letter that blocks this (consumer, resource), NULL when none does';
+
+-- Every row a statement inserts into ordering.sequences (pg_restore's COPY,
+-- ordering.post_restore()) merges with the counter, keeping the higher value.
+DROP TRIGGER sequences_merge ON ordering.sequences;
+DROP FUNCTION ordering.sequences_merge();
+CREATE FUNCTION ordering.sequences_load() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'ordering_sequences_load';
+COMMENT ON FUNCTION ordering.sequences_load() IS
+    'Trigger on ordering.sequences: an inserted counter row raises the counter to at least its value (restores, loads) instead of being inserted';
+CREATE TRIGGER sequences_load BEFORE INSERT ON ordering.sequences
+    FOR EACH ROW EXECUTE FUNCTION ordering.sequences_load();
+
+-- The tables attach() sequenced, attached now or not: re-attaching a table
+-- continues its stream whatever it was renamed to.  regclass survives dump
+-- and restore (it is dumped as the table's name); rows of dropped tables are
+-- removed by the event trigger below.
+CREATE TABLE ordering.attachments (
+    tbl             regclass PRIMARY KEY,
+    stream          text NOT NULL,
+    resource_column name NOT NULL,
+    sequence_column name NOT NULL,
+    attached        boolean NOT NULL DEFAULT true,
+    attached_at     timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE ordering.attachments IS
+    'The tables ordering.attach() sequenced, with their frozen stream: attached = false after ordering.detach(), and attaching again continues the stream';
+SELECT pg_catalog.pg_extension_config_dump('ordering.attachments', '');
+
+CREATE FUNCTION ordering.forget_dropped_tables() RETURNS event_trigger
+    LANGUAGE plpgsql
+    SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    -- DROP EXTENSION drops the registry in the same command
+    IF pg_catalog.to_regclass('ordering.attachments') IS NULL THEN
+        RETURN;
+    END IF;
+    DELETE FROM ordering.attachments a
+     USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+       AND d.objsubid OPERATOR(pg_catalog.=) 0
+       AND a.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid;
+END
+$$;
+COMMENT ON FUNCTION ordering.forget_dropped_tables() IS
+    'Event trigger: removes dropped tables from ordering.attachments, so no stale OID is dumped and restored there (SECURITY DEFINER: whoever drops a table must not need rights on the registry)';
+REVOKE EXECUTE ON FUNCTION ordering.forget_dropped_tables() FROM PUBLIC;
+CREATE EVENT TRIGGER ordering_forget_dropped_tables ON sql_drop
+    EXECUTE FUNCTION ordering.forget_dropped_tables();
+
+-- The companions of the sequencing trigger (see src/producer.c).
+CREATE FUNCTION ordering.sequence_stored(stream text, seq bigint) RETURNS boolean
+    LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'ordering_sequence_stored';
+COMMENT ON FUNCTION ordering.sequence_stored(text, bigint) IS
+    'The WHEN clause of an attached table''s AFTER INSERT trigger: tells the extension that the row holding this number was stored (so it is not given back); always false';
+-- Evaluated with the privileges of whoever inserts into an attached table:
+-- it only tells this backend that its own row was stored.
+GRANT EXECUTE ON FUNCTION ordering.sequence_stored(text, bigint) TO PUBLIC;
+
+CREATE FUNCTION ordering.sequence_stored_trigger() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'ordering_sequence_stored_trigger';
+COMMENT ON FUNCTION ordering.sequence_stored_trigger() IS
+    'AFTER INSERT FOR EACH ROW trigger installed by ordering.attach(); its WHEN clause ordering.sequence_stored() does the work and never lets it fire';
+REVOKE EXECUTE ON FUNCTION ordering.sequence_stored_trigger() FROM PUBLIC;
+
+CREATE FUNCTION ordering.sequence_guard() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'ordering_sequence_guard';
+COMMENT ON FUNCTION ordering.sequence_guard() IS
+    'BEFORE UPDATE OR DELETE FOR EACH ROW trigger installed by ordering.attach(): a sequenced row keeps its resource and number, also when an UPDATE moves it to another partition';
+REVOKE EXECUTE ON FUNCTION ordering.sequence_guard() FROM PUBLIC;
+
+CREATE FUNCTION ordering.resource_key(resource anyelement) RETURNS text
+    LANGUAGE c STRICT IMMUTABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'ordering_resource_key';
+COMMENT ON FUNCTION ordering.resource_key(anyelement) IS
+    'The text a resource value is keyed by in ordering.sequences: text as it is, any other type printed under fixed settings, so no session setting changes it';
+REVOKE EXECUTE ON FUNCTION ordering.resource_key(anyelement) FROM PUBLIC;
+
+-- Create the three triggers of an attached table (internal to attach()).
+CREATE FUNCTION ordering.create_sequencing_triggers(tbl regclass, resource_column name,
+                                                    sequence_column name, stream text)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER ordering_sequence BEFORE INSERT ON %s FOR EACH ROW '
+        'EXECUTE FUNCTION ordering.sequence_trigger(%L, %L, %L)',
+        tbl, resource_column, sequence_column, stream);
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER ordering_sequence_stored AFTER INSERT ON %s FOR EACH ROW '
+        'WHEN (ordering.sequence_stored(%L::pg_catalog.text, NEW.%I)) '
+        'EXECUTE FUNCTION ordering.sequence_stored_trigger()',
+        tbl, stream, sequence_column);
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER ordering_sequence_guard BEFORE UPDATE OR DELETE ON %s FOR EACH ROW '
+        'EXECUTE FUNCTION ordering.sequence_guard(%L, %L, %L)',
+        tbl, resource_column, sequence_column, stream);
+END
+$$;
+COMMENT ON FUNCTION ordering.create_sequencing_triggers(regclass, name, name, text) IS
+    'Internal to ordering.attach(): creates the sequencing trigger and its two companions on a table';
+REVOKE EXECUTE ON FUNCTION ordering.create_sequencing_triggers(regclass, name, name, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION ordering.attach(tbl regclass,
+                                           resource_column name DEFAULT 'resource_id',
+                                           sequence_column name DEFAULT 'seq',
+                                           stream text DEFAULT NULL)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    rel record;
+    seq_type regtype;
+    known_stream text;
+    generated name;
+BEGIN
+    IF tbl IS NULL OR resource_column IS NULL OR sequence_column IS NULL THEN
+        RAISE EXCEPTION 'table, resource column and sequence column must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT c.relname, n.nspname, c.relkind, c.relispartition INTO rel
+      FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+     WHERE c.oid OPERATOR(pg_catalog.=) tbl;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'relation with OID % does not exist', tbl::pg_catalog.oid
+            USING ERRCODE = 'undefined_table';
+    END IF;
+    IF rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', tbl
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                    WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+                      AND a.attname OPERATOR(pg_catalog.=) resource_column
+                      AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', resource_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    SELECT a.atttypid INTO seq_type
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname OPERATOR(pg_catalog.=) sequence_column
+       AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', sequence_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF seq_type OPERATOR(pg_catalog.<>) 'pg_catalog.int8'::pg_catalog.regtype THEN
+        RAISE EXCEPTION 'sequence column "%" of relation "%" must be of type bigint, not %',
+            sequence_column, tbl, seq_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    IF resource_column OPERATOR(pg_catalog.=) sequence_column THEN
+        RAISE EXCEPTION 'resource column and sequence column must differ'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT a.attname INTO generated
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname IN (resource_column, sequence_column)
+       AND a.attgenerated OPERATOR(pg_catalog.<>) '';
+    IF FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" is a generated column', generated, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A generated column has no value yet when the sequencing trigger runs (BEFORE INSERT).',
+                  HINT = 'Sequence a plain column; compute the generated one from it.';
+    END IF;
+    IF stream OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'stream name must not be empty'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                  AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
+        RAISE EXCEPTION 'relation "%" is already attached', tbl
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Call ordering.detach() first to change how it is sequenced.';
+    END IF;
+    IF rel.relispartition AND EXISTS (
+           SELECT FROM ordering.attachments a
+            WHERE a.attached
+              AND a.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (
+                  SELECT pg_catalog.pg_partition_ancestors(attach.tbl)::pg_catalog.oid)) THEN
+        RAISE EXCEPTION 'relation "%" is a partition of an attached table', tbl
+            USING ERRCODE = 'duplicate_object',
+                  DETAIL = 'Its rows are sequenced through the partitioned table already.';
+    END IF;
+    -- A table that Citus distributes would be sequenced on each shard by
+    -- the shard's node: counters would restart after a shard move.
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        IF (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0
+              FROM pg_catalog.pg_dist_partition p
+             WHERE p.logicalrelid OPERATOR(pg_catalog.=) tbl) THEN
+            RAISE EXCEPTION 'relation "%" is distributed by Citus', tbl
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'Its rows would be sequenced by each shard''s node, with counters of their own.';
+        END IF;
+    END IF;
+    -- Re-attaching continues the stream the table had.
+    SELECT a.stream INTO known_stream FROM ordering.attachments a
+     WHERE a.tbl OPERATOR(pg_catalog.=) attach.tbl;
+    stream := COALESCE(stream, known_stream,
+                       rel.nspname OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) rel.relname);
+    -- the trigger refuses longer ones at every insert
+    IF pg_catalog.octet_length(stream) OPERATOR(pg_catalog.>) 1024 THEN
+        RAISE EXCEPTION 'stream name is too long (at most 1024 bytes)'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM ordering.create_sequencing_triggers(tbl, resource_column, sequence_column, stream);
+    INSERT INTO ordering.attachments AS a (tbl, stream, resource_column, sequence_column)
+    VALUES (attach.tbl, attach.stream, attach.resource_column, attach.sequence_column)
+    ON CONFLICT ON CONSTRAINT attachments_pkey DO UPDATE
+       SET stream = EXCLUDED.stream, resource_column = EXCLUDED.resource_column,
+           sequence_column = EXCLUDED.sequence_column, attached = true,
+           attached_at = pg_catalog.now();
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.detach(tbl regclass) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    was text;
+BEGIN
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'table must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                    WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                      AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
+        RAISE EXCEPTION 'relation "%" is not attached', tbl
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    EXECUTE pg_catalog.format('DROP TRIGGER ordering_sequence ON %s', tbl);
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_stored ON %s', tbl);
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_guard ON %s', tbl);
+    UPDATE ordering.attachments a SET attached = false
+     WHERE a.tbl OPERATOR(pg_catalog.=) detach.tbl
+    RETURNING a.stream INTO was;
+    RAISE NOTICE 'relation "%" was sequenced as stream "%"', tbl, was
+        USING DETAIL = 'Its counters are kept: ordering.attach() on this table continues the stream.';
+END
+$$;
+COMMENT ON FUNCTION ordering.detach(regclass) IS
+    'Removes the sequencing triggers from a table and says which stream it had; its counters are kept, and attaching it again continues the stream';
+
+-- Tables attached by 1.0 get the companions and their registry row.
+DO $$
+DECLARE
+    t record;
+BEGIN
+    FOR t IN
+        SELECT tg.tgrelid::pg_catalog.regclass AS tbl, args[1] AS resource_column,
+               args[2] AS sequence_column,
+               COALESCE(args[3], n.nspname OPERATOR(pg_catalog.||) '.'
+                                 OPERATOR(pg_catalog.||) c.relname) AS stream
+          FROM pg_catalog.pg_trigger tg
+          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) tg.tgrelid
+          JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+         CROSS JOIN LATERAL pg_catalog.string_to_array(
+               pg_catalog.rtrim(pg_catalog.encode(tg.tgargs, 'escape'), '\000'), '\000') args
+         WHERE tg.tgname OPERATOR(pg_catalog.=) 'ordering_sequence'
+           AND tg.tgfoid OPERATOR(pg_catalog.=) 'ordering.sequence_trigger()'::pg_catalog.regprocedure
+           AND tg.tgparentid OPERATOR(pg_catalog.=) 0
+    LOOP
+        EXECUTE pg_catalog.format('DROP TRIGGER ordering_sequence ON %s', t.tbl);
+        PERFORM ordering.create_sequencing_triggers(t.tbl, t.resource_column,
+                                                    t.sequence_column, t.stream);
+        INSERT INTO ordering.attachments (tbl, stream, resource_column, sequence_column)
+        VALUES (t.tbl, t.stream, t.resource_column, t.sequence_column);
+    END LOOP;
+END
+$$;
+
+-- Restores: see README, "Dump and restore".
+CREATE FUNCTION ordering.pre_restore() RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    -- load the library, which defines the setting
+    PERFORM ordering.gap_deadline();
+    EXECUTE pg_catalog.format('ALTER DATABASE %I SET ordering.restoring = on',
+                              pg_catalog.current_database());
+    PERFORM pg_catalog.set_config('ordering.restoring', 'on', false);
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION ordering.pre_restore() IS
+    'Call before pg_restore: until ordering.post_restore(), sessions of this database load sequenced rows with the numbers they carry and assign no new ones';
+REVOKE EXECUTE ON FUNCTION ordering.pre_restore() FROM PUBLIC;
+
+CREATE FUNCTION ordering.post_restore() RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    a record;
+BEGIN
+    PERFORM ordering.gap_deadline();
+    DELETE FROM ordering.attachments a
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
+                        WHERE c.oid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid);
+    -- every counter at least the highest number restored in its table
+    FOR a IN SELECT * FROM ordering.attachments x WHERE x.attached LOOP
+        EXECUTE pg_catalog.format(
+            'INSERT INTO ordering.sequences (stream, resource_id, last_seq) '
+            'SELECT %L, ordering.resource_key(t.%I), pg_catalog.max(t.%I) '
+            '  FROM %s t WHERE t.%I IS NOT NULL GROUP BY 2',
+            a.stream, a.resource_column, a.sequence_column, a.tbl, a.sequence_column);
+    END LOOP;
+    EXECUTE pg_catalog.format('ALTER DATABASE %I RESET ordering.restoring',
+                              pg_catalog.current_database());
+    PERFORM pg_catalog.set_config('ordering.restoring', 'off', false);
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION ordering.post_restore() IS
+    'Call after pg_restore: raises every counter to the highest number restored in its attached table and ends restore mode; safe to call again';
+REVOKE EXECUTE ON FUNCTION ordering.post_restore() FROM PUBLIC;
+
+-------------------------------------------------------------------------------
+-- Privileges: the grant_* sets with the 1.1 objects
+-------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION ordering.grant_producer(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
+        'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
+        'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
+        'ordering.create_sequencing_triggers(regclass, name, name, text), '
+        'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
+        'ordering.sequence_guard(), ordering.resource_key(anyelement), '
+        'ordering.claim_unpublished(integer), '
+        'ordering.mark_published(bigint[]), ordering.republish(text, bigint, bigint), '
+        'ordering.purge_published(interval)',
+        -- the outbox is written by plain SQL (emit, relays, retention)
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.outbox',
+        'SELECT ON ordering.sequences',
+        -- attach() and detach() keep the registry of attached tables
+        'SELECT, INSERT, UPDATE ON ordering.attachments');
+END
+$$;

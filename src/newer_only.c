@@ -42,7 +42,7 @@
 PG_FUNCTION_INFO_V1(ordering_newer_only);
 
 static const TriggerProtocol newer_only_protocol = {
-	"ordering.newer_only()", TRIGGER_EVENT_UPDATE, 1, 2,
+	"ordering.newer_only()", TRIGGER_EVENT_UPDATE, false, 1, 2,
 	"(version_column [, consumer])", NULL
 };
 

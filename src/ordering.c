@@ -18,6 +18,7 @@
 #include "utils/guc.h"
 
 #include "ordering.h"
+#include "provisional.h"
 #include "stats.h"
 
 PG_MODULE_MAGIC;
@@ -29,6 +30,7 @@ int			ordering_max_parked_per_resource = 10000;
 int			ordering_max_consumers = 1000;
 int			ordering_max_streams = 1000;
 char	   *ordering_sweep_role = NULL;
+bool		ordering_restoring = false;
 bool		ordering_preloaded = false;
 
 void		_PG_init(void);
@@ -74,6 +76,15 @@ define_settings(void)
 							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("ordering.restoring",
+							 gettext_noop("Whether a restore is loading this database: sequenced rows keep the numbers they carry and no new numbers are assigned."),
+							 gettext_noop("Set for the database by ordering.pre_restore() and reset by ordering.post_restore()."),
+							 &ordering_restoring,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomStringVariable("ordering.sweep_role",
 							   gettext_noop("Role the background worker sweeps as; empty means the bootstrap superuser."),
@@ -121,6 +132,7 @@ _PG_init(void)
 	ordering_preloaded = process_shared_preload_libraries_in_progress;
 
 	define_settings();
+	provisional_init();
 	ordering_stats_init();
 	if (ordering_preloaded)
 		ordering_worker_register();

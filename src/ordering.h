@@ -26,14 +26,22 @@ extern bool ordering_preloaded;
 /* Registers the background worker launcher; worker.c */
 extern void ordering_worker_register(void);
 
-/* The extension's own relations, in catalog.c */
-extern Oid	ordering_relation_oid(const char *relname);
-extern void ordering_relation_altered(const char *relname) pg_attribute_noreturn();
-extern Oid	ordering_primary_key_on_leading(Relation rel, int nkeys);
+/* True while a restore runs: ordering.pre_restore() .. post_restore() */
+extern bool ordering_restoring;
 
 /* SPI plans of the extension's own SQL, in plans.c */
 extern SPIPlanPtr ordering_prepare_once(SPIPlanPtr *cache, const char *sql,
 										int nargs, Oid *argtypes,
 										int cursor_options);
+
+/*
+ * Do two texts hold the same bytes (whatever the form of their headers)?
+ */
+static inline bool
+ordering_text_equal(const text *a, const text *b)
+{
+	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
+		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+}
 
 #endif							/* ORDERING_H */

@@ -1,23 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * parked.h
- *	  Storage of ordering.parked and the gap requests of a key.
+ *	  The parked events of a (consumer, resource), and its gap request.
  *
- * Every function here expects the caller to hold the key lock of the
- * (consumer, resource) it touches (keyed_lock_key on ordering.positions);
- * see parked.c for why that makes its reads the truth.
- * parked_drain_finish() also takes ROW EXCLUSIVE on ordering.gap_requests
- * and may wait there for a running gap sweep (gaps.c).
+ * Every change to these goes with a new version of the key's row in
+ * ordering.positions, written first (consumer.c): that row serializes the
+ * key.  See parked.c.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef ORDERING_PARKED_H
 #define ORDERING_PARKED_H
 
-#include "access/skey.h"
-#include "executor/tuptable.h"
-#include "storage/itemptr.h"
-#include "utils/relcache.h"
+#include "owned.h"
 
 /* An event to apply now: the one delivered, or a drained one */
 typedef struct ReadyEvent
@@ -37,34 +32,22 @@ typedef struct ReadyList
 	MemoryContext cxt;
 } ReadyList;
 
-/* ordering.parked and its primary key, open for probing */
-typedef struct ParkedScan
-{
-	Relation	rel;
-	Relation	idx;
-	TupleTableSlot *slot;
-} ParkedScan;
-
 extern void parked_ready_add(ReadyList *list, int64 seq, Datum payload,
 							 bool isnull);
-
-extern void parked_open(ParkedScan *ps);
-extern void parked_close(ParkedScan *ps);
-extern bool parked_lowest(ParkedScan *ps, text *consumer, text *resource,
-						  int64 *seq);
-extern bool parked_highest(ParkedScan *ps, text *consumer, text *resource,
-						   int64 *seq);
-extern bool parked_exists(ParkedScan *ps, text *consumer, text *resource,
-						  int64 seq);
-extern int64 parked_count(ParkedScan *ps, text *consumer, text *resource,
-						  int64 limit);
-extern int64 parked_read_run(ParkedScan *ps, text *consumer, text *resource,
-							 int64 from, ReadyList *ready, bool *beyond);
-
-extern void parked_insert(text *consumer, text *resource, int64 seq,
+extern bool parked_lowest(OwnedRel *parked, const Datum *key,
+						  Snapshot snapshot, int64 *seq);
+extern bool parked_highest(OwnedRel *parked, const Datum *key,
+						   Snapshot snapshot, int64 *seq);
+extern bool parked_exists(OwnedRel *parked, const Datum *key, int64 seq,
+						  Snapshot snapshot);
+extern int64 parked_count(OwnedRel *parked, const Datum *key, int64 limit,
+						  Snapshot snapshot);
+extern int64 parked_read_run(OwnedRel *parked, const Datum *key, int64 from,
+							 Snapshot snapshot, ReadyList *ready, bool *beyond);
+extern void parked_insert(OwnedRel *parked, const Datum *key, int64 seq,
 						  Datum payload, bool isnull);
-extern void parked_drain_finish(text *consumer, text *resource,
-								ReadyList *ready, int first, int64 from,
-								int64 position, bool nothing_left);
+extern void parked_remove(OwnedRel *parked, ReadyList *ready, int first);
+extern void parked_settle_gap(const Datum *key, int64 position,
+							  bool nothing_left);
 
 #endif							/* ORDERING_PARKED_H */

@@ -1,112 +1,375 @@
 /*-------------------------------------------------------------------------
  *
  * producer.c
- *	  Producer side: per-(stream, resource) gapless sequence numbers.
+ *	  Producer side: the sequencing trigger and its companions, and
+ *	  next_sequence().
  *
- * Numbers come from the counter rows of ordering.sequences, advanced in the
- * producer's own transaction (see keyed.c for the locking protocol): a
- * rollback gives the number back, a concurrent producer of the same resource
- * waits for the commit and continues after it, different resources never
- * meet.  Deleting outbox rows never touches the counters, so a sequence never
- * restarts.
+ * ordering.attach() puts three triggers on a table (see attached.c):
  *
- * Restore: pg_restore loads the rows of ordering.outbox (whose trigger exists
- * by then) with their seqs, and the counters, in an order of its choosing.
- * Rows loaded by COPY with a seq are therefore taken as history: the counter
- * is raised to at least that seq instead of asserting it, and the restored
- * counter rows are merged in by ordering.sequences_merge().
+ *	- ordering.sequence_trigger(), BEFORE INSERT FOR EACH ROW: a row whose
+ *	  sequence column is NULL gets the next number of its (stream,
+ *	  resource); a row that supplies one asserts it (it must be the next,
+ *	  else SQLSTATE 40001), whatever the command: INSERT, INSERT ... SELECT,
+ *	  COPY, a function called from COPY TO.  The number stays provisional
+ *	  until the row is stored (provisional.c).
+ *	- a companion AFTER INSERT trigger whose WHEN clause,
+ *	  ordering.sequence_stored(stream, seq), reports each stored row.
+ *	- ordering.sequence_guard(), BEFORE UPDATE OR DELETE FOR EACH ROW: a
+ *	  sequenced row keeps its number and its resource; and a row that an
+ *	  UPDATE moves to another partition (PostgreSQL deletes it from the old
+ *	  partition, firing BEFORE UPDATE then BEFORE DELETE there, and inserts
+ *	  it into the new one) keeps its number: the same event, not a new one.
+ *	  The guard recognizes the UPDATE-then-DELETE of one tuple and lets the
+ *	  insert that follows in the same command through without a new number.
+ *
+ * The resource is keyed by resource_key.c's text, which no session setting
+ * changes.  During a restore (ordering.restoring, set by
+ * ordering.pre_restore()) supplied numbers are restored history: the rows
+ * keep them and the counters are left to ordering.post_restore(); a row
+ * that asks for a new number is refused.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "tcop/pquery.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/portal.h"
 #include "utils/rel.h"
 
-#include "keyed.h"
+#include "attached.h"
+#include "counters.h"
+#include "ordering.h"
+#include "owned.h"
+#include "provisional.h"
+#include "resource_key.h"
 #include "stats.h"
 #include "triggers.h"
 
 PG_FUNCTION_INFO_V1(ordering_sequence_trigger);
+PG_FUNCTION_INFO_V1(ordering_sequence_stored);
+PG_FUNCTION_INFO_V1(ordering_sequence_stored_trigger);
+PG_FUNCTION_INFO_V1(ordering_sequence_guard);
 PG_FUNCTION_INFO_V1(ordering_next_sequence);
 
-/* What the trigger asks of the counter */
-typedef enum AllocMode
-{
-	ALLOC_NEXT,					/* the next number */
-	ALLOC_EXPECT,				/* the next number, which must be "seq" */
-	ALLOC_HISTORY				/* "seq" is restored history: raise to it */
-} AllocMode;
+static const TriggerProtocol sequence_trigger_protocol = {
+	"ordering.sequence_trigger()", TRIGGER_EVENT_INSERT, false, 2, 3,
+	"(resource_column, sequence_column [, stream])",
+	"Use ordering.attach() to install it."
+};
 
-typedef struct AllocRequest
-{
-	AllocMode	mode;
-	int64		seq;
-	bool		overflow;		/* out: the counter is at its maximum */
-} AllocRequest;
+static const TriggerProtocol sequence_guard_protocol = {
+	"ordering.sequence_guard()", TRIGGER_EVENT_UPDATE, true, 2, 3,
+	"(resource_column, sequence_column [, stream])",
+	"Use ordering.attach() to install it."
+};
 
 /*
- * The counter's new value.  Never raises (see KeyedDecide): an overflow is
- * reported through the request and raised by the caller.
+ * What a sequencing trigger needs of its row: the stream, and the columns.
  */
-static int64
-decide_next(int64 current, bool exists, void *arg)
+typedef struct SequencedRow
 {
-	AllocRequest *req = (AllocRequest *) arg;
+	text	   *stream;
+	AttrNumber	resattno;
+	AttrNumber	seqattno;
+	text	   *resource;		/* its key (resource_key.c) */
+	bool		seq_isnull;
+	int64		seq;
+} SequencedRow;
 
-	if (req->mode == ALLOC_HISTORY)
-		return Max(current, req->seq);
-	if (current == PG_INT64_MAX)
-	{
-		req->overflow = true;
-		return current;
-	}
-	req->overflow = false;
-	return current + 1;
+/*
+ * A row that an UPDATE is moving between partitions, recognized by the
+ * guard (file header): armed by BEFORE DELETE right after BEFORE UPDATE of
+ * the same tuple, consumed by the BEFORE INSERT that follows in the same
+ * command.
+ */
+static struct
+{
+	Oid			updating_rel;	/* BEFORE UPDATE of this tuple ... */
+	ItemPointerData updating_tid;
+	bool		armed;			/* ... then BEFORE DELETE of it */
+	CommandId	cid;
+	text	   *stream;			/* the moving row, in TopMemoryContext */
+	text	   *resource;
+	int64		seq;
+}			moving;
+
+/*
+ * The stream of a trigger: its third argument (ordering.attach() always
+ * freezes it there), or the table's qualified name.
+ */
+static text *
+trigger_stream(TriggerData *trigdata)
+{
+	Relation	rel = trigdata->tg_relation;
+
+	if (trigdata->tg_trigger->tgnargs == 3)
+		return cstring_to_text(trigdata->tg_trigger->tgargs[2]);
+	return cstring_to_text(psprintf("%s.%s",
+									get_namespace_name(RelationGetNamespace(rel)),
+									RelationGetRelationName(rel)));
 }
 
 /*
- * Allocate a number of (stream, resource) as the request says; returns it.
+ * Read what a sequencing trigger needs from a row (tuple) of the trigger's
+ * relation.
  */
-static int64
-allocate(text *stream, text *resource, AllocRequest *req)
+static void
+read_row(TriggerData *trigdata, const TriggerProtocol *protocol,
+		 HeapTuple tuple, SequencedRow *row)
 {
-	int64		previous;
-	int64		seq;
+	Relation	rel = trigdata->tg_relation;
+	TupleDesc	desc = RelationGetDescr(rel);
+	char	  **args = trigdata->tg_trigger->tgargs;
+	Form_pg_attribute resatt = ordering_trigger_column(rel, args[0], protocol);
+	Form_pg_attribute seqatt = ordering_trigger_column(rel, args[1], protocol);
+	Datum		resource;
+	bool		isnull;
 
-	keyed_check_key_length(stream, "stream");
-	keyed_check_key_length(resource, "resource_id");
-	seq = keyed_advance(&ordering_sequences, stream, resource,
-						decide_next, req, &previous);
-	if (req->mode == ALLOC_HISTORY)
-		return req->seq;
-
-	if (req->overflow)
+	if (seqatt->atttypid != INT8OID)
 		ereport(ERROR,
-				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-				 errmsg("sequence of resource \"%s\" in stream \"%s\" reached its maximum value",
-						text_to_cstring(resource), text_to_cstring(stream))));
-
-	/* checked after the row is ours: only now is "previous" the truth */
-	if (req->mode == ALLOC_EXPECT && req->seq != seq)
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("sequence column \"%s\" of relation \"%s\" must be of type bigint",
+						args[1], RelationGetRelationName(rel))));
+	if (resatt->attgenerated != '\0' || seqatt->attgenerated != '\0')
 		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("expected sequence number " INT64_FORMAT " for resource \"%s\" in stream \"%s\", but the next is " INT64_FORMAT,
-						req->seq, text_to_cstring(resource),
-						text_to_cstring(stream), seq),
-				 errdetail("The last sequence number allocated is " INT64_FORMAT ".",
-						   previous),
-				 errhint("Another producer wrote to this resource first; reload it and retry.")));
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("column \"%s\" of relation \"%s\" is a generated column",
+						resatt->attgenerated != '\0' ? args[0] : args[1],
+						RelationGetRelationName(rel)),
+				 errdetail("A generated column has no value yet when a BEFORE trigger runs.")));
+	row->stream = trigger_stream(trigdata);
+	row->resattno = resatt->attnum;
+	row->seqattno = seqatt->attnum;
 
-	ordering_stats_sequence_assigned(text_to_cstring(stream));
-	return seq;
+	resource = heap_getattr(tuple, row->resattno, desc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("null value in column \"%s\" of relation \"%s\" violates the ordering of its events",
+						args[0], RelationGetRelationName(rel)),
+				 errdetail("Every sequenced event needs a resource.")));
+	row->resource = ordering_resource_key_of(resource, resatt->atttypid);
+	row->seq = DatumGetInt64(heap_getattr(tuple, row->seqattno, desc,
+										  &row->seq_isnull));
+}
+
+/*
+ * Is this the insert of the row the guard saw moving (file header)?  Then
+ * it keeps its number.
+ */
+static bool
+take_moving_row(const SequencedRow *row)
+{
+	bool		match;
+
+	if (!moving.armed)
+		return false;
+	match = moving.cid == GetCurrentCommandId(false) && moving.seq == row->seq &&
+		ordering_text_equal(moving.stream, row->stream) &&
+		ordering_text_equal(moving.resource, row->resource);
+	if (match)
+		moving.armed = false;
+	return match;
+}
+
+/*
+ * Did this row come in through COPY?  Only for the hint of an error.
+ */
+static bool
+loading_by_copy(void)
+{
+	return ActivePortal != NULL && ActivePortal->commandTag == CMDTAG_COPY;
+}
+
+/*
+ * Refuse a row that asks for a new number during a restore.
+ */
+static void
+refuse_while_restoring(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot assign %s while the database is being restored",
+					what),
+			 errdetail("ordering.restoring is on: only rows that carry their sequence number are accepted."),
+			 errhint("Call ordering.post_restore() once the restore is complete.")));
+}
+
+/*
+ * ordering.sequence_trigger(): BEFORE INSERT FOR EACH ROW (file header).
+ */
+Datum
+ordering_sequence_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	HeapTuple	tuple;
+	SequencedRow row;
+	Datum		seq;
+	bool		isnull = false;
+	int			column;
+
+	ordering_trigger_check(fcinfo, &sequence_trigger_protocol);
+	tuple = trigdata->tg_trigtuple;
+	read_row(trigdata, &sequence_trigger_protocol, tuple, &row);
+	attached_check(trigdata->tg_relation, trigdata->tg_trigger,
+				   text_to_cstring(row.stream));
+
+	if (ordering_restoring)
+	{
+		if (row.seq_isnull)
+			refuse_while_restoring("sequence numbers");
+		if (row.seq < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("sequence number must be positive, got " INT64_FORMAT,
+							row.seq)));
+		return PointerGetDatum(tuple);
+	}
+
+	/* the rows before this one at this level are decided: settle them */
+	provisional_settle_level();
+	if (!row.seq_isnull)
+	{
+		if (take_moving_row(&row))
+			return PointerGetDatum(tuple);
+		counter_expect(row.stream, row.resource, row.seq, loading_by_copy());
+		provisional_record(row.stream, row.resource, row.seq);
+		return PointerGetDatum(tuple);
+	}
+
+	seq = Int64GetDatum(counter_next(row.stream, row.resource));
+	provisional_record(row.stream, row.resource, DatumGetInt64(seq));
+	column = row.seqattno;
+	return PointerGetDatum(heap_modify_tuple_by_cols(tuple,
+													 RelationGetDescr(trigdata->tg_relation),
+													 1, &column, &seq, &isnull));
+}
+
+/*
+ * ordering.sequence_stored(stream text, seq bigint) returns boolean: the
+ * WHEN clause of the companion AFTER INSERT trigger.  Evaluated right after
+ * a row is stored: its number is no longer provisional, and counts as
+ * assigned.  Always false, so no trigger event is queued.
+ */
+Datum
+ordering_sequence_stored(PG_FUNCTION_ARGS)
+{
+	text	   *stream = PG_GETARG_TEXT_PP(0);
+
+	if (provisional_stored(stream, PG_GETARG_INT64(1)))
+		ordering_stats_sequence_assigned(text_to_cstring(stream));
+	PG_RETURN_BOOL(false);
+}
+
+/*
+ * ordering.sequence_stored_trigger(): the function of the companion
+ * trigger, which its WHEN clause never lets fire.
+ */
+Datum
+ordering_sequence_stored_trigger(PG_FUNCTION_ARGS)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+			 errmsg("ordering.sequence_stored_trigger() fired"),
+			 errdetail("It is created by ordering.attach() with a WHEN clause that is never true."),
+			 errhint("Use ordering.attach() to install it.")));
+	PG_RETURN_NULL();
+}
+
+/*
+ * Do two rows of the same relation hold the same value in a column?
+ */
+static bool
+same_column(HeapTuple a, HeapTuple b, TupleDesc desc, AttrNumber attno)
+{
+	Form_pg_attribute att = TupleDescAttr(desc, attno - 1);
+	bool		anull;
+	bool		bnull;
+	Datum		ad = heap_getattr(a, attno, desc, &anull);
+	Datum		bd = heap_getattr(b, attno, desc, &bnull);
+
+	if (anull || bnull)
+		return anull == bnull;
+	return datumIsEqual(ad, bd, att->attbyval, att->attlen);
+}
+
+/*
+ * Arm the guard for the row being deleted right after its BEFORE UPDATE: it
+ * is moving to another partition (file header).
+ */
+static void
+arm_moving(TriggerData *trigdata)
+{
+	SequencedRow row;
+	MemoryContext old;
+
+	read_row(trigdata, &sequence_guard_protocol, trigdata->tg_trigtuple, &row);
+	if (row.seq_isnull)
+		return;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (moving.stream != NULL)
+		pfree(moving.stream);
+	if (moving.resource != NULL)
+		pfree(moving.resource);
+	moving.stream = (text *) PG_DETOAST_DATUM_COPY(PointerGetDatum(row.stream));
+	moving.resource = (text *) PG_DETOAST_DATUM_COPY(PointerGetDatum(row.resource));
+	MemoryContextSwitchTo(old);
+	moving.seq = row.seq;
+	moving.cid = GetCurrentCommandId(false);
+	moving.armed = true;
+}
+
+/*
+ * ordering.sequence_guard(): BEFORE UPDATE OR DELETE FOR EACH ROW (file
+ * header).
+ */
+Datum
+ordering_sequence_guard(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	char	  **args;
+
+	ordering_trigger_check(fcinfo, &sequence_guard_protocol);
+	rel = trigdata->tg_relation;
+	args = trigdata->tg_trigger->tgargs;
+
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+	{
+		if (moving.updating_rel == RelationGetRelid(rel) &&
+			ItemPointerEquals(&moving.updating_tid, &trigdata->tg_trigtuple->t_self))
+			arm_moving(trigdata);
+		moving.updating_rel = InvalidOid;
+		return PointerGetDatum(trigdata->tg_trigtuple);
+	}
+
+	{
+		TupleDesc	desc = RelationGetDescr(rel);
+		AttrNumber	resattno = ordering_trigger_column(rel, args[0], &sequence_guard_protocol)->attnum;
+		AttrNumber	seqattno = ordering_trigger_column(rel, args[1], &sequence_guard_protocol)->attnum;
+
+		if (!same_column(trigdata->tg_trigtuple, trigdata->tg_newtuple, desc, resattno) ||
+			!same_column(trigdata->tg_trigtuple, trigdata->tg_newtuple, desc, seqattno))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot change the resource or the sequence number of a row of \"%s\"",
+							RelationGetRelationName(rel)),
+					 errdetail("A sequenced row is an event with its place in its resource's sequence: columns \"%s\" and \"%s\" keep their values.",
+							   args[0], args[1]),
+					 errhint("Insert a new event instead.")));
+	}
+	moving.updating_rel = RelationGetRelid(rel);
+	moving.updating_tid = trigdata->tg_trigtuple->t_self;
+	return PointerGetDatum(trigdata->tg_newtuple);
 }
 
 /*
@@ -115,7 +378,7 @@ allocate(text *stream, text *resource, AllocRequest *req)
 Datum
 ordering_next_sequence(PG_FUNCTION_ARGS)
 {
-	AllocRequest req = {ALLOC_NEXT, 0, false};
+	int64		seq;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -126,116 +389,10 @@ ordering_next_sequence(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("resource_id must not be null"),
 				 errdetail("Every sequenced event needs a resource.")));
-	PG_RETURN_INT64(allocate(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1), &req));
-}
-
-static const TriggerProtocol sequence_trigger_protocol = {
-	"ordering.sequence_trigger()", TRIGGER_EVENT_INSERT, 2, 3,
-	"(resource_column, sequence_column [, stream])",
-	"Use ordering.attach() to install it."
-};
-
-/*
- * The resource of a row as text: text and varchar as they are, any other
- * type through its output function.
- */
-static text *
-resource_as_text(Datum value, Oid typid)
-{
-	Oid			outfunc;
-	bool		isvarlena;
-
-	if (typid == TEXTOID || typid == VARCHAROID)
-		return DatumGetTextPP(value);
-	getTypeOutputInfo(typid, &outfunc, &isvarlena);
-	return cstring_to_text(OidOutputFunctionCall(outfunc, value));
-}
-
-/*
- * The stream of a trigger created without one: the table's qualified name
- * (ordering.attach() always freezes it into the trigger's arguments).
- */
-static char *
-default_stream(Relation rel)
-{
-	return psprintf("%s.%s", get_namespace_name(RelationGetNamespace(rel)),
-					RelationGetRelationName(rel));
-}
-
-/*
- * Rows loaded by COPY with a seq are restored history (see file header).
- */
-static bool
-loading_history(void)
-{
-	return ActivePortal != NULL && ActivePortal->commandTag == CMDTAG_COPY;
-}
-
-/*
- * ordering.sequence_trigger(): BEFORE INSERT FOR EACH ROW.
- *
- * A NULL sequence column asks for the next number; a supplied one asserts it.
- */
-Datum
-ordering_sequence_trigger(PG_FUNCTION_ARGS)
-{
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	Relation	rel;
-	TupleDesc	desc;
-	char	  **args;
-	AttrNumber	resattno;
-	AttrNumber	seqattno;
-	HeapTuple	tuple;
-	Datum		resource;
-	Datum		seq;
-	bool		isnull;
-	int			column;
-	text	   *stream;
-	AllocRequest req = {ALLOC_NEXT, 0, false};
-
-	ordering_trigger_check(fcinfo, &sequence_trigger_protocol);
-	rel = trigdata->tg_relation;
-	desc = RelationGetDescr(rel);
-	args = trigdata->tg_trigger->tgargs;
-	resattno = ordering_trigger_column(rel, args[0], &sequence_trigger_protocol)->attnum;
-	seqattno = ordering_trigger_column(rel, args[1], &sequence_trigger_protocol)->attnum;
-	if (TupleDescAttr(desc, seqattno - 1)->atttypid != INT8OID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("sequence column \"%s\" of relation \"%s\" must be of type bigint",
-						args[1], RelationGetRelationName(rel))));
-	stream = cstring_to_text(trigdata->tg_trigger->tgnargs == 3 ? args[2] :
-							 default_stream(rel));
-
-	tuple = trigdata->tg_trigtuple;
-	resource = heap_getattr(tuple, resattno, desc, &isnull);
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NOT_NULL_VIOLATION),
-				 errmsg("null value in column \"%s\" of relation \"%s\" violates the ordering of its events",
-						args[0], RelationGetRelationName(rel)),
-				 errdetail("Every sequenced event needs a resource.")));
-
-	seq = heap_getattr(tuple, seqattno, desc, &isnull);
-	if (!isnull)
-	{
-		req.mode = loading_history() ? ALLOC_HISTORY : ALLOC_EXPECT;
-		req.seq = DatumGetInt64(seq);
-		if (req.mode == ALLOC_HISTORY && req.seq < 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("sequence number must be positive, got " INT64_FORMAT,
-							req.seq)));
-	}
-	seq = Int64GetDatum(allocate(stream,
-								 resource_as_text(resource,
-												  TupleDescAttr(desc, resattno - 1)->atttypid),
-								 &req));
-	if (req.mode != ALLOC_NEXT)
-		return PointerGetDatum(tuple);
-
-	isnull = false;
-	column = seqattno;
-	return PointerGetDatum(heap_modify_tuple_by_cols(tuple, desc, 1, &column,
-													 &seq, &isnull));
+	owned_prevent_write("ordering.next_sequence()");
+	if (ordering_restoring)
+		refuse_while_restoring("sequence numbers");
+	seq = counter_next(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1));
+	ordering_stats_sequence_assigned(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	PG_RETURN_INT64(seq);
 }

@@ -27,17 +27,20 @@ void
 ordering_trigger_check(FunctionCallInfo fcinfo, const TriggerProtocol *protocol)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TriggerEvent op;
 	const char *event_name = protocol->event == TRIGGER_EVENT_INSERT ?
-		"INSERT" : "UPDATE";
+		"INSERT" : protocol->or_delete ? "UPDATE OR DELETE" : "UPDATE";
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("%s was not called by the trigger manager",
 						protocol->funcname)));
+	op = trigdata->tg_event & TRIGGER_EVENT_OPMASK;
 	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		(trigdata->tg_event & TRIGGER_EVENT_OPMASK) != protocol->event)
+		(op != protocol->event &&
+		 !(protocol->or_delete && op == TRIGGER_EVENT_DELETE)))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("%s must be fired BEFORE %s FOR EACH ROW",

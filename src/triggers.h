@@ -14,7 +14,8 @@
 typedef struct TriggerProtocol
 {
 	const char *funcname;		/* "ordering.x()" */
-	TriggerEvent event;			/* TRIGGER_EVENT_INSERT or _UPDATE */
+	TriggerEvent event;			/* TRIGGER_EVENT_INSERT or _UPDATE ... */
+	bool		or_delete;		/* ... or also TRIGGER_EVENT_DELETE */
 	int			minargs;
 	int			maxargs;
 	const char *arglist;		/* "(a, b [, c])" */

@@ -173,6 +173,7 @@ SELECT ordering.deliver('ledger', '$res2', 1, '{}', 'slow_apply(text, bigint, js
 		BEGIN;
 		DELETE FROM ordering.parked WHERE resource_id = '$res2';
 		DELETE FROM ordering.gap_requests WHERE resource_id = '$res2';
+		DELETE FROM ordering.positions WHERE resource_id = '$res2';
 		COMMIT;});
 	workers_back("kill -9 $round", settle => 1);
 }

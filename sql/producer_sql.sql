@@ -1,0 +1,326 @@
+-- The sequencing trigger under ordinary SQL: ON CONFLICT, other BEFORE
+-- triggers, COPY, partitions, non-text resources under other settings,
+-- rename/detach/attach, generated columns, copies of the trigger, read-only
+-- transactions, savepoints, two-phase commit, many resources at once.
+\set VERBOSITY terse
+
+-- The idempotent-producer pattern: a unique event key, retried with
+-- ON CONFLICT DO NOTHING.  A row that is not inserted gives its number back.
+CREATE TABLE ev (id bigserial PRIMARY KEY, event_key text UNIQUE NOT NULL,
+                 resource_id text NOT NULL, seq bigint NOT NULL, body text);
+SELECT ordering.attach('ev');
+INSERT INTO ev (event_key, resource_id, body) VALUES ('k1', 'r', 'first')
+    ON CONFLICT (event_key) DO NOTHING;
+INSERT INTO ev (event_key, resource_id, body) VALUES ('k1', 'r', 'retried')
+    ON CONFLICT (event_key) DO NOTHING;
+INSERT INTO ev (event_key, resource_id, body) VALUES ('k2', 'r', 'second')
+    ON CONFLICT (event_key) DO NOTHING;
+SELECT event_key, seq, body FROM ev ORDER BY id;
+SELECT ordering.last_sequence('public.ev', 'r');
+
+-- Multi-row: a skipped row before an inserted one of the same resource; the
+-- number goes to the next row at once, so the sequence stays gapless.
+INSERT INTO ev (event_key, resource_id, body)
+VALUES ('k2', 'r', 'dup'), ('k3', 'r', 'third'), ('k1', 'r', 'dup'),
+       ('k4', 'r', 'fourth'), ('k4', 'r', 'dup in the same statement')
+    ON CONFLICT (event_key) DO NOTHING;
+SELECT event_key, seq, body FROM ev ORDER BY id;
+SELECT ordering.last_sequence('public.ev', 'r');
+
+-- DO UPDATE updates the existing row, which keeps its own number, and
+-- RETURNING shows it; the number the proposed row got is given back.
+INSERT INTO ev (event_key, resource_id, body) VALUES ('k2', 'r', 'updated')
+    ON CONFLICT (event_key) DO UPDATE SET body = EXCLUDED.body
+    RETURNING event_key, seq, body;
+INSERT INTO ev (event_key, resource_id, body) VALUES ('k5', 'r', 'fifth')
+    RETURNING seq;
+-- An update that would give the existing row the proposed number is
+-- refused: a stored event keeps its number.
+INSERT INTO ev (event_key, resource_id, body) VALUES ('k5', 'r', 'x')
+    ON CONFLICT (event_key) DO UPDATE SET seq = EXCLUDED.seq;
+\echo :SQLSTATE
+SELECT ordering.last_sequence('public.ev', 'r');
+
+-- A later BEFORE trigger that suppresses the row: its number goes back.
+CREATE FUNCTION zz_filter() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.body = 'drop me' THEN
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER zz_filter BEFORE INSERT ON ev FOR EACH ROW EXECUTE FUNCTION zz_filter();
+INSERT INTO ev (event_key, resource_id, body) VALUES ('k6', 'r', 'drop me');
+INSERT INTO ev (event_key, resource_id, body)
+VALUES ('k7', 'r', 'drop me'), ('k8', 'r', 'sixth'), ('k9', 'r', 'drop me');
+SELECT event_key, seq, body FROM ev WHERE seq > 4 ORDER BY id;
+SELECT ordering.last_sequence('public.ev', 'r');
+
+-- Giving a number back is impossible once a later row of the same resource
+-- holds a higher one: here a trigger inserts another event of the resource
+-- and then suppresses its own row.  The statement fails; nothing changes.
+CREATE FUNCTION zz_sneak() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.body = 'sneak' THEN
+        INSERT INTO ev (event_key, resource_id, body) VALUES ('sneaked', NEW.resource_id, 'x');
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER zz_sneak BEFORE INSERT ON ev FOR EACH ROW EXECUTE FUNCTION zz_sneak();
+INSERT INTO ev (event_key, resource_id, body) VALUES ('k10', 'r', 'sneak');
+\echo :SQLSTATE
+SELECT count(*) AS rows, max(seq) AS highest, ordering.last_sequence('public.ev', 'r') AS counter
+  FROM ev WHERE resource_id = 'r';
+DROP TRIGGER zz_sneak ON ev;
+DROP TRIGGER zz_filter ON ev;
+
+-- A skipped row inside a savepoint that is rolled back, and one in a
+-- released savepoint: numbers stay gapless either way.
+BEGIN;
+SAVEPOINT a;
+INSERT INTO ev (event_key, resource_id) VALUES ('k1', 'r') ON CONFLICT DO NOTHING;
+ROLLBACK TO a;
+SAVEPOINT b;
+INSERT INTO ev (event_key, resource_id) VALUES ('k1', 'r') ON CONFLICT DO NOTHING;
+RELEASE b;
+INSERT INTO ev (event_key, resource_id, body) VALUES ('k11', 'r', 'seventh') RETURNING seq;
+COMMIT;
+
+-- Prepared: a skipped row's number is given back before PREPARE.
+BEGIN;
+INSERT INTO ev (event_key, resource_id) VALUES ('k1', 'r') ON CONFLICT DO NOTHING;
+PREPARE TRANSACTION 'skip';
+COMMIT PREPARED 'skip';
+INSERT INTO ev (event_key, resource_id, body) VALUES ('k12', 'r', 'eighth') RETURNING seq;
+SELECT array_agg(seq ORDER BY seq) = array_agg(g ORDER BY g) AS gapless
+  FROM (SELECT seq, row_number() OVER (ORDER BY seq) AS g FROM ev WHERE resource_id = 'r') s;
+
+-------------------------------------------------------------------------------
+-- COPY: a supplied number is asserted, as in INSERT
+-------------------------------------------------------------------------------
+
+CREATE TABLE cv (account text NOT NULL, version bigint NOT NULL);
+SELECT ordering.attach('cv', 'account', 'version');
+INSERT INTO cv (account) VALUES ('a'), ('a'), ('a');
+COPY cv (account, version) FROM STDIN;
+a	2
+a	10
+\.
+\echo :SQLSTATE
+SELECT array_agg(version ORDER BY version) AS versions FROM cv;
+COPY cv (account, version) FROM STDIN;
+a	4
+a	5
+b	1
+\.
+COPY cv (account) FROM STDIN;
+b
+\.
+SELECT account, array_agg(version ORDER BY version) AS versions FROM cv GROUP BY 1 ORDER BY 1;
+-- A function called from COPY TO asserts too: nothing is taken.
+COPY (SELECT ordering.emit('copy-to', 'T', '{}', 50)) TO STDOUT;
+\echo :SQLSTATE
+SELECT ordering.last_sequence('ordering.outbox', 'copy-to');
+COPY (SELECT ordering.emit('copy-to', 'T', '{}', 1)) TO STDOUT;
+
+-------------------------------------------------------------------------------
+-- Partitions: attach on the parent; a row moved by UPDATE keeps its number
+-------------------------------------------------------------------------------
+
+CREATE TABLE pev (resource_id text NOT NULL, seq bigint NOT NULL, region text NOT NULL)
+    PARTITION BY LIST (region);
+CREATE TABLE pev_eu PARTITION OF pev FOR VALUES IN ('eu');
+CREATE TABLE pev_us PARTITION OF pev FOR VALUES IN ('us');
+SELECT ordering.attach('pev');
+INSERT INTO pev (resource_id, region) VALUES ('r', 'eu'), ('r', 'us'), ('r', 'eu');
+UPDATE pev SET region = 'us' WHERE seq = 3;
+SELECT tableoid::regclass AS part, resource_id, seq FROM pev ORDER BY seq;
+INSERT INTO pev (resource_id, region) VALUES ('r', 'eu') RETURNING seq;
+-- Neither the number nor the resource of a stored row may change.
+UPDATE pev SET seq = 9 WHERE seq = 1;
+\echo :SQLSTATE
+UPDATE pev SET resource_id = 'other' WHERE seq = 1;
+\echo :SQLSTATE
+-- Dropping or detaching a partition never restarts the stream.
+ALTER TABLE pev DETACH PARTITION pev_us;
+DROP TABLE pev_eu;
+INSERT INTO pev_us (resource_id, seq, region) VALUES ('r', 99, 'us');
+CREATE TABLE pev_eu2 PARTITION OF pev FOR VALUES IN ('eu');
+INSERT INTO pev (resource_id, region) VALUES ('r', 'eu') RETURNING seq;
+-- A partition of an attached table cannot be attached on its own.
+SELECT ordering.attach('pev_eu2');
+\echo :SQLSTATE
+
+-------------------------------------------------------------------------------
+-- Non-text resources are keyed the same under every session setting
+-------------------------------------------------------------------------------
+
+CREATE TABLE typed (d date, ts timestamptz, n numeric, b bytea, f float8,
+                    sd bigint, sts bigint, sn bigint, sb bigint, sf bigint);
+CREATE TABLE typed_d (d date NOT NULL, seq bigint);
+CREATE TABLE typed_ts (ts timestamptz NOT NULL, seq bigint);
+CREATE TABLE typed_n (n numeric NOT NULL, seq bigint);
+CREATE TABLE typed_b (b bytea NOT NULL, seq bigint);
+CREATE TABLE typed_f (f float8 NOT NULL, seq bigint);
+SELECT ordering.attach('typed_d', 'd', 'seq'), ordering.attach('typed_ts', 'ts', 'seq'),
+       ordering.attach('typed_n', 'n', 'seq'), ordering.attach('typed_b', 'b', 'seq'),
+       ordering.attach('typed_f', 'f', 'seq');
+SET DateStyle = 'ISO, YMD';
+SET TimeZone = 'UTC';
+SET extra_float_digits = 1;
+SET bytea_output = 'hex';
+INSERT INTO typed_d VALUES ('2026-11-30');
+INSERT INTO typed_ts VALUES ('2026-11-30 12:00:00+00');
+INSERT INTO typed_n VALUES (12.50);
+INSERT INTO typed_b VALUES ('\x0102');
+INSERT INTO typed_f VALUES (0.1);
+SET DateStyle = 'SQL, DMY';
+SET TimeZone = 'America/New_York';
+SET extra_float_digits = -3;
+SET bytea_output = 'escape';
+INSERT INTO typed_d VALUES ('2026-11-30'::date);
+INSERT INTO typed_ts VALUES ('2026-11-30 12:00:00+00'::timestamptz);
+INSERT INTO typed_n VALUES (12.50);
+INSERT INTO typed_b VALUES ('\x0102'::bytea);
+INSERT INTO typed_f VALUES (0.1);
+RESET DateStyle;
+RESET TimeZone;
+RESET extra_float_digits;
+RESET bytea_output;
+SELECT 'date' AS type, array_agg(seq ORDER BY seq) FROM typed_d
+UNION ALL SELECT 'timestamptz', array_agg(seq ORDER BY seq) FROM typed_ts
+UNION ALL SELECT 'numeric', array_agg(seq ORDER BY seq) FROM typed_n
+UNION ALL SELECT 'bytea', array_agg(seq ORDER BY seq) FROM typed_b
+UNION ALL SELECT 'float8', array_agg(seq ORDER BY seq) FROM typed_f;
+SELECT stream, resource_id, last_seq FROM ordering.sequences
+ WHERE stream LIKE 'public.typed%' ORDER BY 1;
+SET DateStyle = 'German';
+SELECT ordering.resource_key('2026-11-30'::date) AS key_of_date;
+RESET DateStyle;
+DROP TABLE typed;
+
+-------------------------------------------------------------------------------
+-- Rename, detach, attach: the stream continues; detach says which it was
+-------------------------------------------------------------------------------
+
+CREATE TABLE renamed (r text, s bigint);
+SELECT ordering.attach('renamed', 'r', 's');
+INSERT INTO renamed (r) VALUES ('x'), ('x'), ('x');
+ALTER TABLE renamed RENAME TO renamed_again;
+SELECT ordering.detach('renamed_again');
+SELECT ordering.attach('renamed_again', 'r', 's');
+INSERT INTO renamed_again (r) VALUES ('x') RETURNING s;
+SELECT tbl, stream, attached FROM ordering.attachments WHERE stream = 'public.renamed';
+-- A dropped table leaves the registry: its OID cannot be confused with a
+-- later table's.
+DROP TABLE renamed_again;
+SELECT count(*) AS left_behind FROM ordering.attachments WHERE stream = 'public.renamed';
+
+-------------------------------------------------------------------------------
+-- Generated columns, copies of the trigger, disabled companions
+-------------------------------------------------------------------------------
+
+CREATE TABLE gen (a text, r text GENERATED ALWAYS AS (a || '!') STORED, s bigint);
+SELECT ordering.attach('gen', 'r', 's');
+\echo :SQLSTATE
+
+-- The sequencing trigger on a relation that is neither an attached table
+-- nor a partition of one (as a tool that copies triggers to shards would
+-- make) refuses to count numbers of its own.
+CREATE TABLE shard_copy (resource_id text, seq bigint);
+CREATE TRIGGER ordering_sequence BEFORE INSERT ON shard_copy FOR EACH ROW
+    EXECUTE FUNCTION ordering.sequence_trigger('resource_id', 'seq', 'public.ev');
+INSERT INTO shard_copy (resource_id) VALUES ('r');
+\echo :SQLSTATE
+DROP TABLE shard_copy;
+
+-- Attaching a table that Citus distributes is refused (a stand-in for
+-- Citus's catalog table here).
+SET allow_system_table_mods = on;
+CREATE TABLE pg_catalog.pg_dist_partition (logicalrelid regclass);
+RESET allow_system_table_mods;
+CREATE TABLE distributed (resource_id text, seq bigint);
+INSERT INTO pg_catalog.pg_dist_partition VALUES ('distributed');
+SELECT ordering.attach('distributed');
+\echo :SQLSTATE
+SET allow_system_table_mods = on;
+DROP TABLE pg_catalog.pg_dist_partition;
+RESET allow_system_table_mods;
+DROP TABLE distributed;
+
+-- Disabling one companion but not the sequencing trigger is refused: stored
+-- rows would give their numbers back.
+ALTER TABLE cv DISABLE TRIGGER ordering_sequence_stored;
+INSERT INTO cv (account) VALUES ('a');
+\echo :SQLSTATE
+ALTER TABLE cv ENABLE TRIGGER ordering_sequence_stored;
+-- All of them together is the user's choice: nothing is sequenced.
+ALTER TABLE cv DISABLE TRIGGER USER;
+INSERT INTO cv (account, version) VALUES ('z', 7);
+ALTER TABLE cv ENABLE TRIGGER USER;
+SELECT ordering.last_sequence('public.cv', 'z');
+
+-------------------------------------------------------------------------------
+-- Read-only transactions: every write is refused with 25006
+-------------------------------------------------------------------------------
+
+BEGIN READ ONLY;
+SELECT ordering.emit('ro', 'x', '{}');
+\echo :SQLSTATE
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT * FROM ordering.deliver('ro', 'r', 5, '{}');
+\echo :SQLSTATE
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT * FROM ordering.deliver('ro', 'r', 1, '{}');
+\echo :SQLSTATE
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT ordering.apply_if_newer('ro', 'r', 1);
+\echo :SQLSTATE
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT * FROM ordering.skip_gap('ro', 'r');
+\echo :SQLSTATE
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT ordering.next_sequence('ro', 'r');
+\echo :SQLSTATE
+-- reads work
+SELECT ordering.position('ro', 'r'), ordering.last_sequence('ro', 'r');
+ROLLBACK;
+SELECT count(*) AS written FROM ordering.parked WHERE consumer = 'ro';
+
+-------------------------------------------------------------------------------
+-- Many new resources in one statement hold no lock per resource
+-------------------------------------------------------------------------------
+
+SHOW max_locks_per_transaction;
+BEGIN;
+INSERT INTO ordering.outbox (resource_id, event_type, payload)
+SELECT 'many-' || g, 'T', '{}' FROM generate_series(1, 100000) g;
+SELECT count(*) AS locks_held FROM pg_locks
+ WHERE pid = pg_backend_pid() AND locktype = 'advisory';
+COMMIT;
+SELECT count(*) AS counters, sum(last_seq) AS numbers FROM ordering.sequences
+ WHERE stream = 'ordering.outbox' AND resource_id LIKE 'many-%';
+SELECT count(*) AS positions_applied
+  FROM generate_series(1, 100000) g, ordering.apply_if_newer('many', 'many-' || g, 1) a
+ WHERE a;
+DELETE FROM ordering.outbox WHERE resource_id LIKE 'many-%';
+
+-------------------------------------------------------------------------------
+-- Counter rows inserted by statements merge, keeping the higher value
+-------------------------------------------------------------------------------
+
+INSERT INTO ordering.sequences VALUES ('loaded', 'r', 5), ('loaded', 'r', 3);
+INSERT INTO ordering.sequences VALUES ('loaded', 'r', 7);
+SELECT last_seq FROM ordering.sequences WHERE stream = 'loaded';
+SELECT ordering.next_sequence('loaded', 'r');
+
+DROP TABLE ev, cv, pev, pev_us, typed_d, typed_ts, typed_n, typed_b, typed_f, gen;
+DROP FUNCTION zz_filter(), zz_sneak();

@@ -1,0 +1,15 @@
+/*-------------------------------------------------------------------------
+ *
+ * attached.h
+ *	  Is the relation a sequencing trigger fires on really attached?
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ORDERING_ATTACHED_H
+#define ORDERING_ATTACHED_H
+
+#include "commands/trigger.h"
+
+extern void attached_check(Relation rel, Trigger *trigger, const char *stream);
+
+#endif							/* ORDERING_ATTACHED_H */

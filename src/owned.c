@@ -1,0 +1,586 @@
+/*-------------------------------------------------------------------------
+ *
+ * owned.c
+ *	  The storage layer, part one: the extension's own tables, the policy
+ *	  for a table someone altered, and what every write must do.
+ *
+ * The producer and consumer read and write ordering.sequences,
+ * ordering.positions, ordering.parked, ordering.gap_requests and
+ * ordering.dead_letter_events once or more per event, so they do it below
+ * the executor, the way catalog code does (CatalogTupleInsert,
+ * execReplication.c): heap and index access methods, no planner, no SPI.
+ * This file and owned_rows.c are the only code that does so.  Here is why
+ * each guarantee PostgreSQL gives a table still holds.
+ *
+ * Invalidations.  Only a table's OID is remembered between calls (forgotten
+ * by a relcache callback).  Every call opens the table with its lock, which
+ * processes pending invalidations, and only then reads anything else from
+ * the relcache: the primary key's OID, the index list.  An index is opened
+ * with the same lock, and its OID is checked again after that lock (which
+ * processes invalidations too), so a REINDEX CONCURRENTLY that swapped the
+ * key in between is noticed and the new key used.  Nothing decided from an
+ * index survives the call.
+ *
+ * Indexes.  Every ready index of the table gets the entries of a row we
+ * insert, or of a version that is not heap-only, as CatalogIndexInsert()
+ * does: the primary key, an index an administrator added, one that CREATE
+ * INDEX CONCURRENTLY or REINDEX CONCURRENTLY is building (once it is ready
+ * for inserts; before, its build will see the row).  Unique indexes check
+ * uniqueness unless the version keeps the indexed values of the version it
+ * replaces.
+ *
+ * Altered tables: one policy, refusal.  A table is used only while it is as
+ * the install script made it, or differs only in ways this layer honours
+ * (extra indexes on plain columns, which it maintains).  Anything whose
+ * meaning lives in the executor is refused at first use with SQLSTATE 55000
+ * (object not in prerequisite state) naming it: a trigger other than the
+ * extension's own, a rule, row-level security, a CHECK constraint the
+ * install did not make, an exclusion constraint, an index on an expression
+ * or with a predicate, a deferrable unique index, a changed column, type or
+ * collation (the scans compare keys byte-wise, in the "C" collation).  A
+ * table that Citus distributes carries Citus's truncate trigger and is
+ * refused like any other trigger, with SQLSTATE 0A000.  There is no second
+ * code path: a call either keeps every rule of the table or fails.  The
+ * check runs once per relcache entry: any change that could break it (a new
+ * trigger, index, constraint or policy, ALTER TABLE) invalidates the entry.
+ *
+ * Writes.  Every function that may write calls owned_prevent_write() before
+ * anything else: in a read-only transaction, and so on a hot standby, it
+ * fails with SQLSTATE 25006 whatever the call would have done.
+ *
+ * Versions.  A library newer than the SQL objects of the database (a new
+ * package installed, ALTER EXTENSION ... UPDATE not run yet) finds tables
+ * of another shape: it refuses them with a hint to update the extension.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/index.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "nodes/bitmapset.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "compat.h"
+#include "owned.h"
+#include "owned_internal.h"
+
+/* A column as the install script made it */
+typedef struct OwnedColumn
+{
+	const char *name;
+	Oid			type;
+	bool		notnull;
+} OwnedColumn;
+
+/* A table as the install script made it */
+typedef struct OwnedTableDef
+{
+	const char *relname;		/* in schema "ordering" */
+	int			natts;
+	OwnedColumn cols[OWNED_MAX_NATTS];
+	int			nkeys;			/* the primary key: the first nkeys columns */
+	const char *checks[3];		/* its CHECK constraints, NULL-terminated */
+	const char *triggers[2];	/* the extension's own triggers on it */
+} OwnedTableDef;
+
+static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
+	[OWNED_SEQUENCES] = {
+		"sequences", 3,
+		{{"stream", TEXTOID, true}, {"resource_id", TEXTOID, true},
+		{"last_seq", INT8OID, true}},
+		2, {"sequences_last_seq_check"}, {"sequences_load"}
+	},
+	[OWNED_POSITIONS] = {
+		"positions", 4,
+		{{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
+		{"position", INT8OID, true}, {"blocked_at", INT8OID, false}},
+		2, {"positions_position_check"}, {NULL}
+	},
+	[OWNED_PARKED] = {
+		"parked", 5,
+		{{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
+			{"seq", INT8OID, true}, {"payload", JSONBOID, false},
+		{"parked_at", TIMESTAMPTZOID, true}},
+		3, {"parked_seq_check"}, {NULL}
+	},
+	[OWNED_GAP_REQUESTS] = {
+		"gap_requests", 9,
+		{{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
+			{"missing_from", INT8OID, true}, {"missing_to", INT8OID, true},
+			{"parked_count", INT8OID, true},
+			{"first_parked_at", TIMESTAMPTZOID, true},
+			{"detected_at", TIMESTAMPTZOID, true},
+			{"last_requested_at", TIMESTAMPTZOID, true},
+		{"attempts", INT4OID, true}},
+		2, {NULL}, {NULL}
+	},
+	[OWNED_DEAD_LETTERS] = {
+		"dead_letter_events", 9,
+		{{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
+			{"seq", INT8OID, true}, {"payload", JSONBOID, false},
+			{"sqlstate", TEXTOID, false}, {"message", TEXTOID, false},
+			{"detail", TEXTOID, false}, {"failed_at", TIMESTAMPTZOID, true},
+		{"attempts", INT4OID, true}},
+		2, {"dead_letter_events_seq_check", "dead_letter_events_attempts_check"},
+		{NULL}
+	},
+	[OWNED_ATTACHMENTS] = {
+		"attachments", 6,
+		{{"tbl", REGCLASSOID, true}, {"stream", TEXTOID, true},
+			{"resource_column", NAMEOID, true}, {"sequence_column", NAMEOID, true},
+		{"attached", BOOLOID, true}, {"attached_at", TIMESTAMPTZOID, true}},
+		1, {NULL}, {NULL}
+	},
+};
+
+/* Per table, per backend: its OID, and whether its shape was checked */
+typedef struct OwnedTableState
+{
+	Oid			relid;			/* InvalidOid until looked up */
+	bool		checked;		/* the current relcache entry passed */
+} OwnedTableState;
+
+static OwnedTableState owned_state[OWNED_NUM_TABLES];
+static bool owned_callback_registered = false;
+
+/*
+ * Forget what we know of a table whose relcache entry is invalidated (or of
+ * every table, relid = InvalidOid).
+ */
+static void
+owned_relcache_callback(Datum arg, Oid relid)
+{
+	for (int i = 0; i < OWNED_NUM_TABLES; i++)
+	{
+		if (relid == InvalidOid || relid == owned_state[i].relid)
+		{
+			owned_state[i].relid = InvalidOid;
+			owned_state[i].checked = false;
+			owned_tid_cache_forget(relid);
+		}
+	}
+}
+
+/*
+ * The OID of ordering.<relname>; an error if there is none.
+ */
+static Oid
+owned_lookup(const char *relname)
+{
+	Oid			nspid = get_namespace_oid("ordering", false);
+	Oid			relid = get_relname_relid(relname, nspid);
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation \"ordering.%s\" does not exist", relname)));
+	return relid;
+}
+
+/*
+ * Refuse a table: "what" says what about it this layer does not support.
+ */
+static void
+owned_refuse(const OwnedTableDef *def, int sqlstate, const char *what,
+			 const char *hint)
+{
+	ereport(ERROR,
+			(errcode(sqlstate),
+			 errmsg("ordering cannot use relation \"ordering.%s\": %s",
+					def->relname, what),
+			 errhint("%s", hint)));
+}
+
+static const char *const reinstall_hint =
+"Undo the change to the table, or reinstall the extension ordering.";
+
+/*
+ * The version of the extension's SQL objects in this database.
+ */
+static char *
+installed_version(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	char	   *version = NULL;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
+				F_NAMEEQ, CStringGetDatum("ordering"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tuple, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			version = text_to_cstring(DatumGetTextPP(d));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
+}
+
+/*
+ * Refuse tables of another version of the extension, with the hint that
+ * fixes it.  While CREATE or ALTER EXTENSION runs its scripts the version is
+ * in flux, and the scripts do not call us on tables they are changing.
+ */
+static void
+check_version(const OwnedTableDef *def)
+{
+	char	   *version;
+
+	if (creating_extension)
+		return;
+	version = installed_version();
+	if (version != NULL && strcmp(version, ORDERING_VERSION) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the extension ordering is at version %s in this database, but its library is version %s",
+						version, ORDERING_VERSION),
+				 errhint("Run ALTER EXTENSION ordering UPDATE in this database.")));
+}
+
+/*
+ * The columns: names, types, not-null, and the "C" collation of the text
+ * ones, in order, with nothing dropped or added.
+ */
+static void
+check_columns(Relation rel, const OwnedTableDef *def)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					 "it is not a plain table", reinstall_hint);
+	if (desc->natts != def->natts)
+		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					 "its columns were changed",
+					 "Run ALTER EXTENSION ordering UPDATE if the library was upgraded, else reinstall the extension.");
+	for (int i = 0; i < def->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		const OwnedColumn *col = &def->cols[i];
+
+		if (att->attisdropped || strcmp(NameStr(att->attname), col->name) != 0 ||
+			att->atttypid != col->type || att->attnotnull != col->notnull ||
+			(col->type == TEXTOID && i < def->nkeys &&
+			 att->attcollation != C_COLLATION_OID) ||
+			att->attgenerated != '\0')
+			owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+						 psprintf("column \"%s\" was changed", col->name),
+						 reinstall_hint);
+	}
+}
+
+/*
+ * Triggers other than the extension's own, rules, row-level security, and
+ * CHECK constraints the install did not make: their meaning lives in the
+ * executor, which this layer does not run.
+ */
+static void
+check_executor_features(Relation rel, const OwnedTableDef *def)
+{
+	Oid			nspid = get_namespace_oid("ordering", false);
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+
+	for (int i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *trig = &rel->trigdesc->triggers[i];
+		char	   *funcname = get_func_name(trig->tgfoid);
+		bool		ours = false;
+
+		for (int j = 0; j < lengthof(def->triggers) && def->triggers[j]; j++)
+			ours = ours || strcmp(def->triggers[j], trig->tgname) == 0;
+		ours = ours && get_func_namespace(trig->tgfoid) == nspid;
+		if (ours)
+			continue;
+		if (funcname != NULL && strncmp(funcname, "citus_", 6) == 0)
+			owned_refuse(def, ERRCODE_FEATURE_NOT_SUPPORTED,
+						 "it is distributed by Citus",
+						 "The extension's own tables must stay local tables.");
+		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					 psprintf("it has the trigger \"%s\", which ordering's direct row access would not fire",
+							  trig->tgname),
+					 reinstall_hint);
+	}
+	if (rel->rd_rules != NULL)
+		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					 "it has rules", reinstall_hint);
+	if (rel->rd_rel->relrowsecurity)
+		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					 "row-level security is enabled on it", reinstall_hint);
+	for (int i = 0; constr != NULL && i < constr->num_check; i++)
+	{
+		bool		known = false;
+
+		for (int j = 0; j < lengthof(def->checks) && def->checks[j]; j++)
+			known = known || strcmp(def->checks[j], constr->check[i].ccname) == 0;
+		if (!known)
+			owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+						 psprintf("it has the check constraint \"%s\"",
+								  constr->check[i].ccname),
+						 reinstall_hint);
+	}
+}
+
+/*
+ * An index this layer can maintain: on plain columns, without a predicate,
+ * not an exclusion constraint, unique only if checked immediately.  The
+ * primary key must moreover be a btree on exactly the key columns, in the
+ * "C" collation, which is what the scans rely on.
+ */
+static void
+check_index(Relation rel, const OwnedTableDef *def, Oid indexid, bool primary)
+{
+	Relation	idx = index_open(indexid, AccessShareLock);
+	Form_pg_index form = idx->rd_index;
+	bool		ok;
+
+	ok = heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
+		heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL) &&
+		!form->indisexclusion && (!form->indisunique || form->indimmediate);
+	if (ok && primary)
+	{
+		ok = idx->rd_rel->relam == BTREE_AM_OID &&
+			form->indnkeyatts == def->nkeys;
+		for (int i = 0; ok && i < def->nkeys; i++)
+			ok = form->indkey.values[i] == i + 1 &&
+				(def->cols[i].type != TEXTOID ||
+				 idx->rd_indcollation[i] == C_COLLATION_OID);
+	}
+	if (!ok)
+		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					 psprintf(primary ? "its primary key \"%s\" was changed" :
+							  "its index \"%s\" is on an expression, partial, deferrable or an exclusion constraint",
+							  RelationGetRelationName(idx)),
+					 primary ? reinstall_hint :
+					 "Drop that index: ordering maintains only indexes on plain columns.");
+	index_close(idx, AccessShareLock);
+}
+
+/*
+ * Check an open table against its definition; refuses it (see the file
+ * header) or returns.
+ */
+static void
+check_table(Relation rel, const OwnedTableDef *def)
+{
+	List	   *indexes;
+	ListCell   *lc;
+	Oid			pkid = ordering_primary_key_index(rel);
+
+	check_version(def);
+	check_columns(rel, def);
+	check_executor_features(rel, def);
+	if (!OidIsValid(pkid))
+		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					 "it has no primary key", reinstall_hint);
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+		check_index(rel, def, lfirst_oid(lc), lfirst_oid(lc) == pkid);
+	list_free(indexes);
+}
+
+/*
+ * Open one of the tables with the given lock, check that we may use it, and
+ * resolve what the call needs only after the lock (file header).
+ */
+void
+owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel)
+{
+	OwnedTableState *state = &owned_state[id];
+	const OwnedTableDef *def = &owned_defs[id];
+
+	if (!owned_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(owned_relcache_callback, (Datum) 0);
+		owned_callback_registered = true;
+	}
+	for (;;)
+	{
+		Oid			relid = OidIsValid(state->relid) ? state->relid :
+			owned_lookup(def->relname);
+
+		orel->rel = table_open(relid, mode);
+		/* the lock processed invalidations: is it still our table? */
+		if (state->relid == relid || owned_lookup(def->relname) == relid)
+		{
+			state->relid = relid;
+			break;
+		}
+		table_close(orel->rel, mode);
+	}
+	if (!state->checked)
+	{
+		check_table(orel->rel, def);
+		state->checked = true;
+	}
+	orel->id = id;
+	orel->pk = NULL;
+	orel->mode = mode;
+}
+
+/*
+ * The table's primary key, opened with the table's lock mode on first use.
+ * Its OID comes from the relcache entry of the open table and is checked
+ * again once the index is locked (file header).
+ */
+Relation
+owned_pk(OwnedRel *orel)
+{
+	while (orel->pk == NULL)
+	{
+		Oid			pkid = ordering_primary_key_index(orel->rel);
+		Relation	idx;
+
+		if (!OidIsValid(pkid))
+			owned_refuse(&owned_defs[orel->id],
+						 ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+						 "it has no primary key", reinstall_hint);
+		idx = index_open(pkid, orel->mode);
+		if (ordering_primary_key_index(orel->rel) == pkid)
+			orel->pk = idx;
+		else
+			index_close(idx, orel->mode);
+	}
+	return orel->pk;
+}
+
+/*
+ * Close what owned_open() opened; the locks stay to the end of the
+ * transaction, as for any table a statement used.
+ */
+void
+owned_close(OwnedRel *orel)
+{
+	if (orel->pk != NULL)
+		index_close(orel->pk, NoLock);
+	table_close(orel->rel, NoLock);
+}
+
+/*
+ * Refuse to write in a read-only transaction or during recovery, before a
+ * call does anything: SQLSTATE 25006, as core's own commands.  "what" names
+ * the call.
+ */
+void
+owned_prevent_write(const char *what)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute %s during recovery", what)));
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute %s in a read-only transaction", what)));
+}
+
+/*
+ * Refuse a key longer than OWNED_MAX_KEY_BYTES; "what" names it.
+ */
+void
+owned_check_key_length(text *key, const char *what)
+{
+	if (VARSIZE_ANY_EXHDR(key) > OWNED_MAX_KEY_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is too long (%zu bytes, at most %d)", what,
+						(size_t) VARSIZE_ANY_EXHDR(key), OWNED_MAX_KEY_BYTES)));
+}
+
+/*
+ * Do the table's indexes cover any of these columns (attribute numbers
+ * offset by FirstLowInvalidHeapAttributeNumber, as the relcache's bitmaps)?
+ */
+bool
+owned_columns_indexed(OwnedRel *orel, Bitmapset *columns)
+{
+	Bitmapset  *indexed = RelationGetIndexAttrBitmap(orel->rel,
+													 ORDERING_INDEX_ATTR_BITMAP_ALL);
+	bool		overlap = bms_overlap(indexed, columns);
+
+	bms_free(indexed);
+	return overlap;
+}
+
+/*
+ * Add the entries of a heap tuple just written to every ready index of the
+ * table (file header).  "changed" holds the columns (offset as in
+ * owned_columns_indexed) that differ from the version this one replaces, or
+ * is NULL for a new row: a unique index none of whose columns changed needs
+ * no uniqueness check, the old version already held those values.
+ */
+void
+owned_index_insert(OwnedRel *orel, HeapTuple tuple, Bitmapset *changed)
+{
+	List	   *indexes = RelationGetIndexList(orel->rel);
+	TupleDesc	desc = RelationGetDescr(orel->rel);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), orel->mode);
+		IndexInfo  *info;
+		Datum		values[INDEX_MAX_KEYS];
+		bool		isnull[INDEX_MAX_KEYS];
+		bool		unchanged = changed != NULL;
+		IndexUniqueCheck check = UNIQUE_CHECK_NO;
+
+		if (!idx->rd_index->indisready)
+		{
+			index_close(idx, orel->mode);
+			continue;
+		}
+		info = BuildIndexInfo(idx);
+		/* plain columns only (check_index): no executor state needed */
+		for (int i = 0; i < info->ii_NumIndexAttrs; i++)
+		{
+			AttrNumber	attno = info->ii_IndexAttrNumbers[i];
+
+			values[i] = heap_getattr(tuple, attno, desc, &isnull[i]);
+			unchanged = unchanged &&
+				!bms_is_member(attno - FirstLowInvalidHeapAttributeNumber, changed);
+		}
+		if (idx->rd_index->indisunique && !unchanged)
+			check = UNIQUE_CHECK_YES;
+		index_insert(idx, values, isnull, &tuple->t_self, orel->rel, check,
+					 unchanged, info);
+		index_close(idx, NoLock);
+	}
+	list_free(indexes);
+}
+
+/*
+ * The type of a column of one of the tables, as the install script made it
+ * (and as check_columns() verified).
+ */
+Oid
+owned_column_type(OwnedTableId id, AttrNumber attno)
+{
+	Assert(attno >= 1 && attno <= owned_defs[id].natts);
+	return owned_defs[id].cols[attno - 1].type;
+}

@@ -1,0 +1,161 @@
+/*-------------------------------------------------------------------------
+ *
+ * owned.h
+ *	  The storage layer: the only code that reads and writes the
+ *	  extension's own tables below the executor.
+ *
+ * See owned.c for which tables, the policy for a table someone altered,
+ * and why each PostgreSQL guarantee still holds; owned_rows.c for how rows
+ * are found, advanced, created, scanned and removed, and the isolation
+ * rules every caller gets.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ORDERING_OWNED_H
+#define ORDERING_OWNED_H
+
+#include "access/sdir.h"
+#include "access/skey.h"
+#include "executor/tuptable.h"
+#include "storage/itemptr.h"
+#include "storage/lockdefs.h"
+#include "utils/relcache.h"
+#include "utils/snapshot.h"
+
+/* The extension's tables this layer accesses */
+typedef enum OwnedTableId
+{
+	OWNED_SEQUENCES,			/* (stream, resource_id) -> last_seq */
+	OWNED_POSITIONS,			/* (consumer, resource_id) -> position,
+								 * blocked_at */
+	OWNED_PARKED,				/* (consumer, resource_id, seq) -> payload,
+								 * parked_at */
+	OWNED_GAP_REQUESTS,			/* (consumer, resource_id) -> the open gap */
+	OWNED_DEAD_LETTERS,			/* (consumer, resource_id) -> the dead letter */
+	OWNED_ATTACHMENTS,			/* tbl -> its stream */
+	OWNED_NUM_TABLES
+} OwnedTableId;
+
+/* Columns, by attribute number */
+#define SEQUENCES_STREAM		1
+#define SEQUENCES_RESOURCE		2
+#define SEQUENCES_LAST_SEQ		3
+
+#define POSITIONS_CONSUMER		1
+#define POSITIONS_RESOURCE		2
+#define POSITIONS_POSITION		3
+#define POSITIONS_BLOCKED_AT	4
+
+#define PARKED_CONSUMER			1
+#define PARKED_RESOURCE			2
+#define PARKED_SEQ				3
+#define PARKED_PAYLOAD			4
+#define PARKED_PARKED_AT		5
+
+#define GAP_REQUESTS_CONSUMER	1
+#define GAP_REQUESTS_RESOURCE	2
+#define GAP_REQUESTS_MISSING_TO	4
+
+#define DEAD_CONSUMER			1
+#define DEAD_RESOURCE			2
+#define DEAD_SEQ				3
+#define DEAD_PAYLOAD			4
+#define DEAD_SQLSTATE			5
+#define DEAD_MESSAGE			6
+#define DEAD_DETAIL				7
+#define DEAD_FAILED_AT			8
+#define DEAD_ATTEMPTS			9
+
+#define ATTACHMENTS_TBL			1
+#define ATTACHMENTS_STREAM		2
+#define ATTACHMENTS_ATTACHED	5
+
+/* The widest of the tables */
+#define OWNED_MAX_NATTS			9
+
+/*
+ * The longest key, in bytes, we accept.  Two of them and a bigint always fit
+ * a btree entry of our tables (at most about 2.7 kB), and an over-long key
+ * is refused as a bad value instead of by the btree with SQLSTATE 54000,
+ * which the contract gives to "parked cap reached, redeliver later".
+ */
+#define OWNED_MAX_KEY_BYTES		1024
+
+/* One of the tables, open for one call */
+typedef struct OwnedRel
+{
+	OwnedTableId id;
+	Relation	rel;
+	Relation	pk;				/* its primary key: NULL until owned_pk() */
+	LOCKMODE	mode;
+} OwnedRel;
+
+/* A row of a table as a call found it */
+typedef struct OwnedRow
+{
+	bool		found;
+	ItemPointerData tid;		/* the version found */
+	TransactionId xmin;			/* its inserter, and ... */
+	CommandId	cmin;			/* ... when, if that was us */
+	Datum		values[OWNED_MAX_NATTS];
+	bool		nulls[OWNED_MAX_NATTS];
+	HeapTuple	tuple;			/* the copy values point into */
+} OwnedRow;
+
+/*
+ * What a decision does with the row it was shown: leave it as it is (no
+ * write, no lock), or write the values it filled in (a new version, or a new
+ * row; a version with the same values still counts as a write: it is how a
+ * call tells concurrent ones that it changed what the row stands for).
+ */
+typedef enum OwnedVerdict
+{
+	OWNED_KEEP,
+	OWNED_WRITE
+} OwnedVerdict;
+
+/*
+ * Decides the new values of a row from the row as found (row->found false:
+ * it does not exist; its key columns are filled in all the same).  May be
+ * called again, with a newer row, when a concurrent transaction changed the
+ * row meanwhile, so it must have no side effects and must not raise.
+ */
+typedef OwnedVerdict (*OwnedDecide) (const OwnedRow *row, Datum *values,
+									 bool *nulls, void *arg);
+
+/* A scan of a table's primary key over a key prefix */
+typedef struct OwnedScan
+{
+	struct IndexScanDescData *scan;
+	TupleTableSlot *slot;
+} OwnedScan;
+
+/* owned.c: the tables */
+extern void owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel);
+extern Relation owned_pk(OwnedRel *orel);
+extern void owned_close(OwnedRel *orel);
+extern void owned_prevent_write(const char *what);
+extern void owned_check_key_length(text *key, const char *what);
+extern void owned_index_insert(OwnedRel *orel, HeapTuple tuple,
+							   Bitmapset *changed);
+extern bool owned_columns_indexed(OwnedRel *orel, Bitmapset *columns);
+
+/* owned_rows.c: the rows */
+extern Snapshot owned_read_snapshot(SnapshotData *buf);
+extern Snapshot owned_decision_snapshot(SnapshotData *buf);
+extern bool owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
+						OwnedRow *row);
+extern void owned_advance(OwnedRel *orel, const Datum *key,
+						  OwnedDecide decide, void *arg, OwnedRow *row);
+extern void owned_insert(OwnedRel *orel, Datum *values, bool *nulls);
+extern void owned_delete(OwnedRel *orel, ItemPointer tid);
+extern void owned_update(OwnedRel *orel, const OwnedRow *row, Datum *values,
+						 bool *nulls);
+extern void owned_scan_begin(OwnedRel *orel, OwnedScan *scan,
+							 const Datum *key, int nkeys,
+							 StrategyNumber strategy, Datum bound,
+							 Snapshot snapshot);
+extern bool owned_scan_next(OwnedScan *scan, ScanDirection dir);
+extern void owned_scan_end(OwnedScan *scan);
+
+#endif							/* ORDERING_OWNED_H */

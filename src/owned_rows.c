@@ -1,0 +1,808 @@
+/*-------------------------------------------------------------------------
+ *
+ * owned_rows.c
+ *	  The storage layer, part two: finding, advancing, creating, scanning
+ *	  and removing rows of the extension's tables (see owned.c for the
+ *	  tables and the policy).
+ *
+ * Isolation: what callers get
+ *
+ * Reads that answer a question (position(), a dashboard) are SQL reads:
+ * they use the statement's snapshot (the transaction's under REPEATABLE
+ * READ and SERIALIZABLE) extended to this transaction's own changes so far,
+ * and under SERIALIZABLE they take predicate locks, through the index and
+ * heap access methods, as a SELECT would.
+ *
+ * Decisions (the next sequence number, whether an event is new) are made
+ * the way UPDATE makes them in READ COMMITTED: on the newest committed
+ * version of the row, or our own, found with SnapshotSelf.  The row is its
+ * own lock: a decision that changes it calls heap_update(wait = true), so if
+ * another transaction is changing the row we sleep on it exactly like an
+ * UPDATE would, and once it commits heap_update reports TM_Updated, we find
+ * the newer version and decide again.  Numbers therefore follow commit
+ * order, and a read-compare-write race cannot happen.  This holds under
+ * READ COMMITTED and REPEATABLE READ: the contract says concurrent producers
+ * of one resource wait for each other, never fail.  Under SERIALIZABLE that
+ * would hide a dependency from the serializable snapshot isolation machinery
+ * (our decision would read a write it cannot see), so there decisions are
+ * made on the transaction's snapshot, extended to our own changes, with
+ * predicate locks; a row changed by a concurrent transaction since then
+ * makes the decision fail with SQLSTATE 40001, exactly where an UPDATE of
+ * that row would.  heap_update() and heap_insert() check for serialization
+ * conflicts on the write side themselves.
+ *
+ * A decision that changes nothing (a stale event) writes nothing and locks
+ * nothing.  A decision that must make its row stand for something new
+ * without changing a value (an event parked behind the position) still
+ * writes a new version: that version is what makes concurrent callers wait,
+ * and what tells a SERIALIZABLE caller that the row changed.
+ *
+ * Creating a row
+ *
+ * A row that does not exist yet cannot be locked.  Its creator takes a
+ * heavyweight lock on the key for just as long as it looks and inserts, and
+ * releases it before returning: a transaction may create any number of
+ * rows and still hold none of these locks.  Under the lock it probes the
+ * primary key with SnapshotDirty, which also sees rows other transactions
+ * are still inserting: if there is one, it releases the lock, waits for that
+ * transaction to end (on its transaction ID, as an insert into a unique
+ * index waits), and looks again: the row is then there to update (or gone,
+ * if the inserter rolled back).  The key lock only orders creators of one
+ * key among themselves; every creator of rows in our keyed tables goes
+ * through here (statement-level inserts included: ordering.sequences_load),
+ * so the unique index never raises on a race.  A key lock is an
+ * advisory-class lock with a field4 of our own (0x4F00 + the table), so it
+ * never collides with users' advisory locks.
+ *
+ * Overwriting our own version in place
+ *
+ * When the version found was written by the current subtransaction in the
+ * current command (the next row of a multi-row INSERT for the same
+ * resource, the next event of a batch), the new value overwrites it in
+ * place instead of adding a version.  No snapshot can see such a version:
+ * a snapshot sees our own changes only from commands before its own, and no
+ * command has begun since; other transactions see the version before it
+ * and wait for us on it; if our subtransaction aborts, the version dies with
+ * it.  The overwrite is WAL-logged.  It is not done when the table is
+ * logically logged (logical decoding skips in-place updates), when an index
+ * covers a changed column, or when the tuple's length would change.  A
+ * version of an earlier command (a cursor may see it) always gets a new
+ * version instead.  Without this a 1,000,000-row INSERT of one resource
+ * would build a HOT chain and a combo CID per row.
+ *
+ * Finding a row (owned_fetch)
+ *
+ * Each backend remembers, in a small two-way set-associative cache, the TID
+ * of the index entry (the root of the row's HOT chain) where it last found
+ * each key of ordering.sequences and ordering.positions.  A HOT update keeps
+ * that root, so the cached TID usually leads straight to the row without
+ * descending the btree.  The cache is only a hint: a TID is followed with
+ * the snapshot of the call (under SERIALIZABLE the heap fetch takes its
+ * predicate lock), the tuple found is accepted only if its key equals ours
+ * (the line pointer may have been reused), and anything else falls back to
+ * the index.  Blocks past the end of the table (after VACUUM truncated it)
+ * are not read; TRUNCATE, VACUUM FULL and CLUSTER send a relcache
+ * invalidation, which empties the cache.  We also do not let every visit
+ * prune the page: heapam prunes whenever a page has less free space than
+ * the fillfactor leaves, which with our fillfactor is always; we prune only
+ * when the page is short of room for the next HOT updates.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/sysattr.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/catalog.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "storage/smgr.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "compat.h"
+#include "owned.h"
+#include "owned_internal.h"
+
+/* prune a page when it has less free space than this (file header) */
+#define OWNED_PRUNE_FREE		(BLCKSZ / 8)
+
+/*
+ * Entries of the TID cache (a power of two), in sets of two: 16 bytes each,
+ * 512 kB per backend that uses the tables (allocated on first use), enough
+ * for nearly every row of 10,000 busy resources to be found without the
+ * index.
+ */
+#define OWNED_TID_CACHE_SIZE	32768
+
+/* field4 of our key locks: users' advisory locks use 1 and 2 */
+#define OWNED_LOCK_FIELD4_BASE	0x4F00
+
+/* keyed tables have this many key columns */
+#define OWNED_KEYED_NKEYS		2
+
+typedef struct OwnedTidSlot
+{
+	uint32		hashcheck;		/* high half of the key's hash */
+	Oid			relid;			/* InvalidOid: empty slot */
+	ItemPointerData tid;		/* root of the row's HOT chain */
+} OwnedTidSlot;
+
+static OwnedTidSlot *owned_tid_cache = NULL;
+
+/*
+ * Forget the cached TIDs of a table (relid), or of all (InvalidOid): called
+ * when a relcache entry is invalidated, which a new relfilenode always is.
+ */
+void
+owned_tid_cache_forget(Oid relid)
+{
+	if (owned_tid_cache == NULL)
+		return;
+	for (int i = 0; i < OWNED_TID_CACHE_SIZE; i++)
+		if (relid == InvalidOid || owned_tid_cache[i].relid == relid)
+			owned_tid_cache[i].relid = InvalidOid;
+}
+
+/*
+ * The 64-bit hash of a two-text key: the TID cache's key and the key
+ * lock's tag.
+ */
+static uint64
+key_hash(const Datum *key)
+{
+	uint64		hash = 0;
+
+	for (int i = 0; i < OWNED_KEYED_NKEYS; i++)
+	{
+		text	   *t = DatumGetTextPP(key[i]);
+
+		hash = hash_bytes_extended((const unsigned char *) VARDATA_ANY(t),
+								   VARSIZE_ANY_EXHDR(t), hash);
+	}
+	return hash;
+}
+
+/*
+ * The cache set of a key (two entries, the most recently found first).
+ */
+static OwnedTidSlot *
+cache_set(uint64 hash)
+{
+	if (owned_tid_cache == NULL)
+		owned_tid_cache = MemoryContextAllocZero(TopMemoryContext,
+												 sizeof(OwnedTidSlot) * OWNED_TID_CACHE_SIZE);
+	return &owned_tid_cache[(hash & (OWNED_TID_CACHE_SIZE / 2 - 1)) * 2];
+}
+
+/*
+ * Remember where a key's row is: the root of its HOT chain.
+ */
+static void
+cache_remember(Relation rel, uint64 hash, ItemPointer root)
+{
+	OwnedTidSlot *set = cache_set(hash);
+
+	set[1] = set[0];
+	set[0].relid = RelationGetRelid(rel);
+	set[0].hashcheck = (uint32) (hash >> 32);
+	set[0].tid = *root;
+}
+
+/*
+ * A snapshot that is "snapshot" extended to every change this transaction
+ * made so far, including the current command's: a copy whose command ID is
+ * past the current one.  The copy shares the source's XID arrays, so it
+ * lives no longer than the call that made it.
+ */
+static Snapshot
+extend_to_own_changes(Snapshot snapshot, SnapshotData *buf)
+{
+	*buf = *snapshot;
+	buf->curcid = GetCurrentCommandId(false) + 1;
+	buf->active_count = 0;
+	buf->regd_count = 0;
+	buf->copied = false;
+	return buf;
+}
+
+/*
+ * The snapshot of reads that answer a question (file header).
+ */
+Snapshot
+owned_read_snapshot(SnapshotData *buf)
+{
+	return extend_to_own_changes(GetActiveSnapshot(), buf);
+}
+
+/*
+ * The snapshot decisions are made on (file header): the newest committed
+ * row or ours, except under SERIALIZABLE.
+ */
+Snapshot
+owned_decision_snapshot(SnapshotData *buf)
+{
+	if (!IsolationIsSerializable())
+		return SnapshotSelf;
+	return extend_to_own_changes(GetActiveSnapshot(), buf);
+}
+
+/*
+ * Prune a page that is short of room for HOT updates (file header).  Like
+ * heap_page_prune_opt(), this looks at the page without a lock: a stale
+ * answer only moves the prune to a later visit.
+ */
+static void
+maybe_prune(Relation rel, Buffer buf)
+{
+	if (PageGetHeapFreeSpace(BufferGetPage(buf)) < OWNED_PRUNE_FREE)
+		heap_page_prune_opt(rel, buf);
+}
+
+/*
+ * Does a stored key column equal the key?  A compressed or external value
+ * is reported as different: the caller then asks the index, which knows.
+ */
+static bool
+column_equals(HeapTuple tuple, TupleDesc desc, AttrNumber attno, Datum key)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attno, desc, &isnull);
+	struct varlena *v;
+	text	   *k = DatumGetTextPP(key);
+
+	if (isnull)
+		return false;
+	v = (struct varlena *) DatumGetPointer(d);
+	if (VARATT_IS_COMPRESSED(v) || VARATT_IS_EXTERNAL(v))
+		return false;
+	return VARSIZE_ANY_EXHDR(v) == VARSIZE_ANY_EXHDR(k) &&
+		memcmp(VARDATA_ANY(v), VARDATA_ANY(k), VARSIZE_ANY_EXHDR(k)) == 0;
+}
+
+/*
+ * Fill a row from a tuple found in a pinned, share-locked buffer.
+ */
+static void
+row_fill(OwnedRow *row, Relation rel, HeapTuple found)
+{
+	row->found = true;
+	row->tid = found->t_self;
+	row->tuple = heap_copytuple(found);
+	row->xmin = HeapTupleHeaderGetXmin(found->t_data);
+	row->cmin = TransactionIdIsCurrentTransactionId(row->xmin) ?
+		HeapTupleHeaderGetCmin(found->t_data) : InvalidCommandId;
+	heap_deform_tuple(row->tuple, RelationGetDescr(rel), row->values,
+					  row->nulls);
+}
+
+/*
+ * Follow a HOT chain from its root to the version the snapshot sees, in a
+ * pinned buffer, and fill the row with it.  *all_dead tells whether the
+ * whole chain is dead to everyone (its index entry may then be killed);
+ * with check_key, a version whose key is not ours is not taken.
+ */
+static bool
+fetch_chain(Relation rel, Buffer buf, ItemPointer root, Snapshot snapshot,
+			const Datum *check_key, bool *all_dead, OwnedRow *row)
+{
+	HeapTupleData tuple;
+	ItemPointerData tid = *root;
+	bool		found;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	found = heap_hot_search_buffer(&tid, rel, buf, snapshot, &tuple, all_dead,
+								   true);
+	for (int i = 0; found && check_key != NULL && i < OWNED_KEYED_NKEYS; i++)
+		found = column_equals(&tuple, RelationGetDescr(rel), i + 1,
+							  check_key[i]);
+	if (found)
+		row_fill(row, rel, &tuple);
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	return found;
+}
+
+/*
+ * Whether block blkno of the table exists: a cached TID may point past the
+ * end of a table that VACUUM truncated since.  We first look at the size the
+ * table's SMgrRelation remembers: it may be too small (another backend
+ * extended the table: then we ask the kernel), never too large while we
+ * hold our lock, because smgrtruncate() sends an smgr invalidation before it
+ * touches the file, under AccessExclusiveLock, and we process it when we
+ * lock the table.  That is the rule that keeps core's smgr_targblock from
+ * pointing past the end.
+ */
+static bool
+block_exists(Relation rel, BlockNumber blkno)
+{
+	BlockNumber known = RelationGetSmgr(rel)->smgr_cached_nblocks[MAIN_FORKNUM];
+
+	if (known != InvalidBlockNumber && blkno < known)
+		return true;
+	return blkno < RelationGetNumberOfBlocks(rel);
+}
+
+/*
+ * Look for a key of a keyed table through the TID cache.
+ */
+static bool
+fetch_cached(Relation rel, const Datum *key, uint64 hash, Snapshot snapshot,
+			 OwnedRow *row)
+{
+	OwnedTidSlot *set = cache_set(hash);
+
+	for (int way = 0; way < 2; way++)
+	{
+		OwnedTidSlot *slot = &set[way];
+		Buffer		buf;
+		bool		found;
+
+		if (slot->relid != RelationGetRelid(rel) ||
+			slot->hashcheck != (uint32) (hash >> 32) ||
+			!block_exists(rel, ItemPointerGetBlockNumber(&slot->tid)))
+			continue;
+		buf = ReadBuffer(rel, ItemPointerGetBlockNumber(&slot->tid));
+		maybe_prune(rel, buf);
+		found = fetch_chain(rel, buf, &slot->tid, snapshot, key, NULL, row);
+		ReleaseBuffer(buf);
+		if (found)
+		{
+			if (way == 1)
+			{
+				OwnedTidSlot tmp = set[0];
+
+				set[0] = set[1];
+				set[1] = tmp;
+			}
+			return true;
+		}
+		slot->relid = InvalidOid;	/* stale: forget it */
+	}
+	return false;
+}
+
+/*
+ * Initialize scan keys on the first nkeys columns of a table's primary key
+ * (equality), and optionally "column nkeys + 1 <strategy> bound" on a bigint
+ * column.  Returns how many keys it filled.  Text compares in the "C"
+ * collation, the columns' collation (owned.c checks it).
+ */
+static int
+init_scan_keys(OwnedTableId id, ScanKey keys, const Datum *key, int nkeys,
+			   StrategyNumber strategy, Datum bound)
+{
+	static const RegProcedure int8procs[BTMaxStrategyNumber + 1] = {
+		InvalidOid, F_INT8LT, F_INT8LE, F_INT8EQ, F_INT8GE, F_INT8GT
+	};
+	int			n = 0;
+
+	for (; n < nkeys; n++)
+	{
+		Oid			type = owned_column_type(id, n + 1);
+
+		ScanKeyInit(&keys[n], n + 1, BTEqualStrategyNumber,
+					type == TEXTOID ? F_TEXTEQ :
+					type == REGCLASSOID ? F_OIDEQ : F_INT8EQ,
+					key[n]);
+	}
+	if (strategy != InvalidStrategy)
+	{
+		Assert(owned_column_type(id, n + 1) == INT8OID);
+		ScanKeyInit(&keys[n], n + 1, strategy, int8procs[strategy], bound);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Find the row of a key (the table's primary key columns) that the snapshot
+ * sees; fills "row" and returns whether there is one.  The key columns of
+ * row->values are filled in either way.  Keyed tables try the TID cache
+ * first (file header).
+ */
+bool
+owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
+			OwnedRow *row)
+{
+	Relation	rel = orel->rel;
+	bool		keyed = orel->id == OWNED_SEQUENCES || orel->id == OWNED_POSITIONS;
+	uint64		hash = keyed ? key_hash(key) : 0;
+	int			nkeys = owned_pk(orel)->rd_index->indnkeyatts;
+	ScanKeyData keys[INDEX_MAX_KEYS];
+	IndexScanDesc scan;
+	ItemPointer tid;
+	Buffer		buf = InvalidBuffer;
+
+	memset(row, 0, sizeof(OwnedRow));
+	if (keyed && fetch_cached(rel, key, hash, snapshot, row))
+		return true;
+
+	(void) init_scan_keys(orel->id, keys, key, nkeys, InvalidStrategy, 0);
+	scan = ordering_index_beginscan(rel, owned_pk(orel), snapshot, nkeys, 0);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	while ((tid = index_getnext_tid(scan, ForwardScanDirection)) != NULL)
+	{
+		bool		all_dead = false;
+
+		if (!BufferIsValid(buf) ||
+			BufferGetBlockNumber(buf) != ItemPointerGetBlockNumber(tid))
+		{
+			buf = ReleaseAndReadBuffer(buf, rel, ItemPointerGetBlockNumber(tid));
+			maybe_prune(rel, buf);
+		}
+		if (fetch_chain(rel, buf, tid, snapshot, NULL, &all_dead, row))
+		{
+			if (keyed)
+				cache_remember(rel, hash, tid);
+			break;
+		}
+		/* as index_fetch_heap() does: later scans skip a dead chain */
+		if (!scan->xactStartedInRecovery)
+			scan->kill_prior_tuple = all_dead;
+	}
+	if (BufferIsValid(buf))
+		ReleaseBuffer(buf);
+	index_endscan(scan);
+
+	if (!row->found)
+		for (int i = 0; i < nkeys; i++)
+			row->values[i] = key[i];
+	return row->found;
+}
+
+/*
+ * The columns whose new value differs from the row's, offset as the
+ * relcache's attribute bitmaps are.
+ */
+static Bitmapset *
+changed_columns(Relation rel, const OwnedRow *row, Datum *values, bool *nulls)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Bitmapset  *changed = NULL;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (row->nulls[i] != nulls[i] ||
+			(!nulls[i] && !datumIsEqual(row->values[i], values[i],
+										att->attbyval, att->attlen)))
+			changed = bms_add_member(changed,
+									 i + 1 - FirstLowInvalidHeapAttributeNumber);
+	}
+	return changed;
+}
+
+/*
+ * Was the row's version written by the current subtransaction in the
+ * current command?  (No snapshot can see such a version: file header.)
+ */
+static bool
+written_this_command(const OwnedRow *row)
+{
+	return TransactionIdIsValid(row->xmin) &&
+		TransactionIdEquals(row->xmin, GetCurrentTransactionIdIfAny()) &&
+		row->cmin == GetCurrentCommandId(false);
+}
+
+/*
+ * Replace the row found by a new version with these values.  Returns false,
+ * changing nothing, when a concurrent transaction changed or deleted the
+ * row first and committed (we waited for it).
+ */
+static bool
+write_version(OwnedRel *orel, const OwnedRow *row, Datum *values,
+			  bool *nulls)
+{
+	Relation	rel = orel->rel;
+	HeapTuple	newtup = heap_form_tuple(RelationGetDescr(rel), values, nulls);
+	Bitmapset  *changed = changed_columns(rel, row, values, nulls);
+	OrderingIndexUpdate indexes;
+	TM_FailureData tmfd;
+	TM_Result	result;
+
+	if (written_this_command(row))
+	{
+		if (!RelationIsLogicallyLogged(rel) &&
+			newtup->t_len == row->tuple->t_len &&
+			newtup->t_data->t_hoff == row->tuple->t_data->t_hoff &&
+			!owned_columns_indexed(orel, changed))
+		{
+			newtup->t_self = row->tid;
+			ordering_overwrite_in_place(rel, newtup);
+			heap_freetuple(newtup);
+			return true;
+		}
+		/* a version of the current command cannot be updated until ... */
+		CommandCounterIncrement();
+	}
+
+	result = ordering_heap_update(rel, (ItemPointer) &row->tid, newtup,
+								  GetCurrentCommandId(true), &tmfd, &indexes);
+	switch (result)
+	{
+		case TM_Ok:
+			if (indexes != ORDERING_INDEXES_NONE)
+			{
+				owned_index_insert(orel, newtup, changed);
+				if (orel->id == OWNED_SEQUENCES || orel->id == OWNED_POSITIONS)
+					cache_remember(rel, key_hash(values), &newtup->t_self);
+			}
+			break;
+		case TM_Updated:
+		case TM_Deleted:
+			break;
+		default:
+			/* we saw the newest version, ours or committed */
+			elog(ERROR, "unexpected heap_update status %u on ordering.%s",
+				 result, RelationGetRelationName(rel));
+	}
+	heap_freetuple(newtup);
+	bms_free(changed);
+	return result == TM_Ok;
+}
+
+/*
+ * The key lock of a key of a keyed table (file header).  Two keys share a
+ * lock only if their 64-bit hashes collide: then they wait for each other
+ * needlessly, but stay correct.
+ */
+static void
+key_lock_tag(LOCKTAG *tag, OwnedTableId id, uint64 hash)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (hash >> 32),
+						 (uint32) hash, OWNED_LOCK_FIELD4_BASE + id);
+}
+
+/*
+ * Probe the primary key with SnapshotDirty: is there a row of the key,
+ * committed, ours, or being inserted or deleted by another transaction?
+ * *xwait and *token name a transaction to wait for, if any.
+ */
+static bool
+probe_dirty(OwnedRel *orel, const Datum *key, TransactionId *xwait,
+			uint32 *token, ItemPointer tid)
+{
+	SnapshotData dirty;
+	ScanKeyData keys[INDEX_MAX_KEYS];
+	int			nkeys = owned_pk(orel)->rd_index->indnkeyatts;
+	IndexScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(orel->rel, NULL);
+	bool		found;
+
+	InitDirtySnapshot(dirty);
+	(void) init_scan_keys(orel->id, keys, key, nkeys, InvalidStrategy, 0);
+	scan = ordering_index_beginscan(orel->rel, owned_pk(orel), &dirty, nkeys, 0);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	*xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+	*token = dirty.speculativeToken;
+	if (found)
+		*tid = slot->tts_tid;
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	return found;
+}
+
+/*
+ * Insert a row, maintaining every index (owned.c); the caller has made sure
+ * its key is new.
+ */
+static void
+insert_row(OwnedRel *orel, Datum *values, bool *nulls)
+{
+	HeapTuple	tuple = heap_form_tuple(RelationGetDescr(orel->rel), values,
+										nulls);
+
+	heap_insert(orel->rel, tuple, GetCurrentCommandId(true), 0, NULL);
+	owned_index_insert(orel, tuple, NULL);
+	if (orel->id == OWNED_SEQUENCES || orel->id == OWNED_POSITIONS)
+		cache_remember(orel->rel, key_hash(values), &tuple->t_self);
+	heap_freetuple(tuple);
+}
+
+/*
+ * Create the row of a key that the decision snapshot did not show (file
+ * header).  Returns false, having inserted nothing, when the row exists (or
+ * existed: we waited for its inserter or deleter): then look again.
+ */
+static bool
+create_row(OwnedRel *orel, const Datum *key, Datum *values, bool *nulls)
+{
+	LOCKTAG		tag;
+	TransactionId xwait;
+	uint32		token;
+	ItemPointerData tid;
+	bool		exists;
+
+	key_lock_tag(&tag, orel->id, key_hash(key));
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	exists = probe_dirty(orel, key, &xwait, &token, &tid);
+	if (!exists)
+		insert_row(orel, values, nulls);
+	LockRelease(&tag, ExclusiveLock, false);
+	if (!exists)
+		return true;
+
+	if (TransactionIdIsValid(xwait))
+	{
+		if (token != 0)
+			SpeculativeInsertionWait(xwait, token);
+		else
+			XactLockTableWait(xwait, orel->rel, &tid, XLTW_InsertIndex);
+	}
+	else if (IsolationIsSerializable())
+	{
+		/*
+		 * Committed, or ours; ours the decision snapshot shows.  So another
+		 * transaction created the row after our snapshot: an INSERT ... ON
+		 * CONFLICT would fail here too.
+		 */
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update"),
+				 errdetail("A row of ordering.%s was created by a concurrent transaction.",
+						   RelationGetRelationName(orel->rel))));
+	}
+	return false;
+}
+
+/*
+ * Decide and write one row of a keyed table (file header): find the row of
+ * the key with the decision snapshot, let decide() say what it becomes, and
+ * write that, creating the row if needed.  If a concurrent transaction
+ * changed the row first, decide again on its version (or, under
+ * SERIALIZABLE, fail with 40001).  On return "row" is the row as the final
+ * decision saw it.
+ */
+void
+owned_advance(OwnedRel *orel, const Datum *key, OwnedDecide decide, void *arg,
+			  OwnedRow *row)
+{
+	SnapshotData buf;
+	Snapshot	snapshot = owned_decision_snapshot(&buf);
+	Datum		values[OWNED_MAX_NATTS];
+	bool		nulls[OWNED_MAX_NATTS];
+
+	for (;;)
+	{
+		(void) owned_fetch(orel, key, snapshot, row);
+		memcpy(values, row->values, sizeof(values));
+		memcpy(nulls, row->nulls, sizeof(nulls));
+		if (decide(row, values, nulls, arg) == OWNED_KEEP)
+			return;
+		if (row->found ? write_version(orel, row, values, nulls) :
+			create_row(orel, key, values, nulls))
+			return;
+		if (row->found && IsolationIsSerializable())
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent update"),
+					 errdetail("A row of ordering.%s was changed by a concurrent transaction.",
+							   RelationGetRelationName(orel->rel))));
+		if (row->tuple != NULL)
+			heap_freetuple(row->tuple);
+	}
+}
+
+/*
+ * Replace a row found by the caller, which holds what serializes changes of
+ * it (its key's row in ordering.positions), so no concurrent change is
+ * expected; one is refused with 40001 like any lost update.
+ */
+void
+owned_update(OwnedRel *orel, const OwnedRow *row, Datum *values, bool *nulls)
+{
+	if (!write_version(orel, row, values, nulls))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update"),
+				 errdetail("A row of ordering.%s was changed by a concurrent transaction.",
+						   RelationGetRelationName(orel->rel))));
+}
+
+/*
+ * Insert a row of a table whose key the caller owns (parked events, dead
+ * letters: see consumer.c): every index is maintained and checked.
+ */
+void
+owned_insert(OwnedRel *orel, Datum *values, bool *nulls)
+{
+	insert_row(orel, values, nulls);
+}
+
+/*
+ * Was the tuple at tid inserted by the current subtransaction in the
+ * current command?  heap_delete() refuses such a tuple until the next
+ * command.
+ */
+static bool
+inserted_this_command(Relation rel, ItemPointer tid)
+{
+	Buffer		buf = ReadBuffer(rel, ItemPointerGetBlockNumber(tid));
+	Page		page;
+	HeapTupleHeader htup;
+	bool		result;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	htup = (HeapTupleHeader) PageGetItem(page,
+										 PageGetItemId(page, ItemPointerGetOffsetNumber(tid)));
+	result = TransactionIdEquals(HeapTupleHeaderGetRawXmin(htup),
+								 GetCurrentTransactionIdIfAny()) &&
+		HeapTupleHeaderGetCmin(htup) == GetCurrentCommandId(false);
+	UnlockReleaseBuffer(buf);
+	return result;
+}
+
+/*
+ * Delete a row the caller found and owns (see owned_insert).  Its index
+ * entries are left to VACUUM, as for any delete.
+ */
+void
+owned_delete(OwnedRel *orel, ItemPointer tid)
+{
+	TM_FailureData tmfd;
+	TM_Result	result;
+
+	if (inserted_this_command(orel->rel, tid))
+		CommandCounterIncrement();
+	result = heap_delete(orel->rel, tid, GetCurrentCommandId(true),
+						 InvalidSnapshot, true, &tmfd, false);
+	if (result != TM_Ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update"),
+				 errdetail("A row of ordering.%s was changed by a concurrent transaction.",
+						   RelationGetRelationName(orel->rel))));
+}
+
+/*
+ * Scan the rows whose first nkeys primary key columns equal "key", and,
+ * with a strategy, whose next (bigint) column compares to "bound", in key
+ * order, with the snapshot given.
+ */
+void
+owned_scan_begin(OwnedRel *orel, OwnedScan *scan, const Datum *key, int nkeys,
+				 StrategyNumber strategy, Datum bound, Snapshot snapshot)
+{
+	ScanKeyData keys[INDEX_MAX_KEYS];
+	int			n = init_scan_keys(orel->id, keys, key, nkeys, strategy, bound);
+
+	scan->slot = table_slot_create(orel->rel, NULL);
+	scan->scan = ordering_index_beginscan(orel->rel, owned_pk(orel), snapshot,
+										  n, 0);
+	index_rescan(scan->scan, keys, n, NULL, 0);
+}
+
+/*
+ * The next row of a scan, in scan->slot; false at the end.
+ */
+bool
+owned_scan_next(OwnedScan *scan, ScanDirection dir)
+{
+	return index_getnext_slot(scan->scan, dir, scan->slot);
+}
+
+/*
+ * End a scan.
+ */
+void
+owned_scan_end(OwnedScan *scan)
+{
+	index_endscan(scan->scan);
+	ExecDropSingleTupleTableSlot(scan->slot);
+}

@@ -1,0 +1,282 @@
+/*-------------------------------------------------------------------------
+ *
+ * provisional.c
+ *	  Numbers handed to rows that may not be stored: kept provisional until
+ *	  the row is stored, given back if it is not.
+ *
+ * The sequencing trigger runs BEFORE INSERT, so it hands out a number
+ * before anyone knows whether the row will be stored: INSERT ... ON CONFLICT
+ * DO NOTHING skips a row whose key exists, ON CONFLICT DO UPDATE updates the
+ * existing row instead, and a later BEFORE trigger may return NULL.  A
+ * number handed to such a row must be given back like a rollback gives it
+ * back, or the sequence has a gap no republish can fill.
+ *
+ * So every number the trigger hands out is recorded here as provisional,
+ * with the statement nesting level it was handed out at, and the row's
+ * companion AFTER INSERT trigger tells us when the row is stored: its WHEN
+ * clause, ordering.sequence_stored(stream, seq), is evaluated right after
+ * the row is stored and only for rows that are stored, and it removes the
+ * record (it returns false, so the trigger itself never fires and no event
+ * is queued).  What remains recorded at a level once that level's rows are
+ * decided is a number whose row was not stored, and is given back:
+ *
+ *	- when the trigger fires again at the same level: the rows before it in
+ *	  that statement are decided by then (ON CONFLICT and BEFORE triggers
+ *	  decide a row before the next row is looked at), so the next row gets
+ *	  the number back and no gap ever forms;
+ *	- when the statement ends (our ExecutorRun and COPY hooks);
+ *	- before the transaction commits or is prepared, for anything a
+ *	  statement whose start we did not see left behind (the library loaded
+ *	  in the middle of it, or rows inserted by logical replication).
+ *
+ * A number can be given back only while it is the last one handed out for
+ * its resource.  When a later row already holds a higher number (a BEFORE
+ * trigger that inserted another event of the same resource and then
+ * suppressed its own row, say), the statement fails instead: never a silent
+ * gap.
+ *
+ * Levels: a statement's rows get the level of its ExecutorRun (or COPY);
+ * statements run from inside a trigger or function are one level deeper, so
+ * the rows of an outer statement that are still being decided are never
+ * taken for decided ones.  Aborted subtransactions take their records with
+ * them: their numbers were given back by the rollback itself.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "nodes/parsenodes.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "counters.h"
+#include "ordering.h"
+#include "provisional.h"
+
+/* A number handed out whose row is not known to be stored */
+typedef struct Provisional
+{
+	text	   *stream;
+	text	   *resource;
+	int64		seq;
+	int			level;
+	SubTransactionId subid;
+} Provisional;
+
+/* The records, oldest first, in TopTransactionContext */
+static List *provisionals = NIL;
+
+/* How deep in statements we are (file header) */
+static int	statement_level = 0;
+
+static ExecutorRun_hook_type prev_ExecutorRun = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/*
+ * Record a number handed to a row at the current level.
+ */
+void
+provisional_record(text *stream, text *resource, int64 seq)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	Provisional *p = palloc(sizeof(Provisional));
+
+	p->stream = (text *) PG_DETOAST_DATUM_COPY(PointerGetDatum(stream));
+	p->resource = (text *) PG_DETOAST_DATUM_COPY(PointerGetDatum(resource));
+	p->seq = seq;
+	p->level = statement_level;
+	p->subid = GetCurrentSubTransactionId();
+	provisionals = lappend(provisionals, p);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The row that got "seq" of "stream" was stored: forget its record (the
+ * newest that matches: rows of a nested statement are stored before the
+ * outer row that is still being decided).  False if there was none (a row
+ * that kept a number it carried: restored, or moved between partitions).
+ */
+bool
+provisional_stored(text *stream, int64 seq)
+{
+	for (int i = list_length(provisionals) - 1; i >= 0; i--)
+	{
+		Provisional *p = list_nth(provisionals, i);
+
+		if (p->seq == seq && ordering_text_equal(p->stream, stream))
+		{
+			provisionals = list_delete_nth_cell(provisionals, i);
+			pfree(p->stream);
+			pfree(p->resource);
+			pfree(p);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Give back the numbers recorded at "level" (or at any level, with level
+ * -1), newest first, so that several numbers at the top of one resource go
+ * back one after the other.
+ */
+static void
+give_back(int level)
+{
+	for (int i = list_length(provisionals) - 1; i >= 0; i--)
+	{
+		Provisional *p = list_nth(provisionals, i);
+
+		if (level >= 0 && p->level != level)
+			continue;
+		if (!counter_give_back(p->stream, p->resource, p->seq))
+			ereport(ERROR,
+					(errcode(ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION),
+					 errmsg("sequence number " INT64_FORMAT " of resource \"%s\" in stream \"%s\" went to a row that was not inserted, and a later row already has a higher number",
+							p->seq, text_to_cstring(p->resource),
+							text_to_cstring(p->stream)),
+					 errdetail("A row may be skipped by ON CONFLICT or by a BEFORE trigger that returns NULL; its number is given back, which is impossible once a higher number of the same resource was handed out."),
+					 errhint("Insert the rows that may be skipped in statements of their own.")));
+		provisionals = list_delete_nth_cell(provisionals, i);
+	}
+}
+
+/*
+ * Called by the sequencing trigger before it hands out a number: the rows
+ * handed numbers earlier at this level are decided (file header).
+ */
+void
+provisional_settle_level(void)
+{
+	if (provisionals != NIL)
+		give_back(statement_level);
+}
+
+/*
+ * ExecutorRun hook: the rows of a statement get its level; once it has run,
+ * they are decided.
+ */
+static void
+provisional_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction,
+						uint64 count, bool execute_once)
+{
+	statement_level++;
+	PG_TRY();
+	{
+		if (prev_ExecutorRun)
+			prev_ExecutorRun(queryDesc, direction, count, execute_once);
+		else
+			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+		if (provisionals != NIL)
+			give_back(statement_level);
+	}
+	PG_CATCH();
+	{
+		statement_level--;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	statement_level--;
+}
+
+/*
+ * ProcessUtility hook: COPY FROM stores rows without an executor run, so it
+ * gets a level of its own.
+ */
+static void
+provisional_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+						   bool readOnlyTree, ProcessUtilityContext context,
+						   ParamListInfo params, QueryEnvironment *queryEnv,
+						   DestReceiver *dest, QueryCompletion *qc)
+{
+	bool		copy = IsA(pstmt->utilityStmt, CopyStmt);
+
+	if (copy)
+		statement_level++;
+	PG_TRY();
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+		if (copy && provisionals != NIL)
+			give_back(statement_level);
+	}
+	PG_CATCH();
+	{
+		if (copy)
+			statement_level--;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (copy)
+		statement_level--;
+}
+
+/*
+ * Before commit or prepare: give back whatever is left (file header).  At
+ * the end of a transaction: forget everything.
+ */
+static void
+provisional_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			if (provisionals != NIL)
+			{
+				PushActiveSnapshot(GetTransactionSnapshot());
+				give_back(-1);
+				PopActiveSnapshot();
+			}
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+			provisionals = NIL; /* TopTransactionContext goes away */
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * A subtransaction that aborts takes its records, and those of the
+ * subtransactions it contained (their IDs are higher), with it.
+ */
+static void
+provisional_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							 SubTransactionId parentSubid, void *arg)
+{
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	for (int i = list_length(provisionals) - 1; i >= 0; i--)
+	{
+		Provisional *p = list_nth(provisionals, i);
+
+		if (p->subid >= mySubid)
+			provisionals = list_delete_nth_cell(provisionals, i);
+	}
+}
+
+/*
+ * Install the hooks and callbacks (from _PG_init, whether or not the library
+ * is preloaded).
+ */
+void
+provisional_init(void)
+{
+	prev_ExecutorRun = ExecutorRun_hook;
+	ExecutorRun_hook = provisional_ExecutorRun;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = provisional_ProcessUtility;
+	RegisterXactCallback(provisional_xact_callback, NULL);
+	RegisterSubXactCallback(provisional_subxact_callback, NULL);
+}

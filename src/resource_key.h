@@ -1,0 +1,13 @@
+/*-------------------------------------------------------------------------
+ *
+ * resource_key.h
+ *	  The text a resource of any type is keyed by.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ORDERING_RESOURCE_KEY_H
+#define ORDERING_RESOURCE_KEY_H
+
+extern text *ordering_resource_key_of(Datum value, Oid typid);
+
+#endif							/* ORDERING_RESOURCE_KEY_H */
