@@ -174,7 +174,7 @@ BEGIN
         RAISE EXCEPTION 'table, resource column and sequence column must not be null'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    SELECT c.relname, n.nspname, c.relkind, c.relispartition INTO rel
+    SELECT c.relname, n.nspname, c.relkind INTO rel
       FROM pg_catalog.pg_class c
       JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
      WHERE c.oid OPERATOR(pg_catalog.=) tbl;
@@ -232,15 +232,6 @@ BEGIN
         RAISE EXCEPTION 'relation "%" is already attached', tbl
             USING ERRCODE = 'duplicate_object',
                   HINT = 'Call ordering.detach() first to change how it is sequenced.';
-    END IF;
-    IF rel.relispartition AND EXISTS (
-           SELECT FROM ordering.attachments a
-            WHERE a.attached
-              AND a.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (
-                  SELECT pg_catalog.pg_partition_ancestors(attach.tbl)::pg_catalog.oid)) THEN
-        RAISE EXCEPTION 'relation "%" is a partition of an attached table', tbl
-            USING ERRCODE = 'duplicate_object',
-                  DETAIL = 'Its rows are sequenced through the partitioned table already.';
     END IF;
     -- A table that Citus distributes would be sequenced on each shard by
     -- the shard's node: counters would restart after a shard move.
@@ -354,19 +345,20 @@ CREATE FUNCTION ordering.post_restore() RETURNS boolean
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    a record;
+    att record;
 BEGIN
     PERFORM ordering.gap_deadline();
     DELETE FROM ordering.attachments a
      WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
                         WHERE c.oid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid);
     -- every counter at least the highest number restored in its table
-    FOR a IN SELECT * FROM ordering.attachments x WHERE x.attached LOOP
+    FOR att IN SELECT * FROM ordering.attachments x WHERE x.attached LOOP
         EXECUTE pg_catalog.format(
             'INSERT INTO ordering.sequences (stream, resource_id, last_seq) '
             'SELECT %L, ordering.resource_key(t.%I), pg_catalog.max(t.%I) '
             '  FROM %s t WHERE t.%I IS NOT NULL GROUP BY 2',
-            a.stream, a.resource_column, a.sequence_column, a.tbl, a.sequence_column);
+            att.stream, att.resource_column, att.sequence_column, att.tbl,
+            att.sequence_column);
     END LOOP;
     EXECUTE pg_catalog.format('ALTER DATABASE %I RESET ordering.restoring',
                               pg_catalog.current_database());

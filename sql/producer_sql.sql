@@ -109,7 +109,7 @@ COPY cv (account, version) FROM STDIN;
 a	2
 a	10
 \.
-\echo :SQLSTATE
+\echo :LAST_ERROR_SQLSTATE
 SELECT array_agg(version ORDER BY version) AS versions FROM cv;
 COPY cv (account, version) FROM STDIN;
 a	4
@@ -122,7 +122,7 @@ b
 SELECT account, array_agg(version ORDER BY version) AS versions FROM cv GROUP BY 1 ORDER BY 1;
 -- A function called from COPY TO asserts too: nothing is taken.
 COPY (SELECT ordering.emit('copy-to', 'T', '{}', 50)) TO STDOUT;
-\echo :SQLSTATE
+\echo :LAST_ERROR_SQLSTATE
 SELECT ordering.last_sequence('ordering.outbox', 'copy-to');
 COPY (SELECT ordering.emit('copy-to', 'T', '{}', 1)) TO STDOUT;
 
@@ -231,8 +231,7 @@ SELECT ordering.attach('gen', 'r', 's');
 -- nor a partition of one (as a tool that copies triggers to shards would
 -- make) refuses to count numbers of its own.
 CREATE TABLE shard_copy (resource_id text, seq bigint);
-CREATE TRIGGER ordering_sequence BEFORE INSERT ON shard_copy FOR EACH ROW
-    EXECUTE FUNCTION ordering.sequence_trigger('resource_id', 'seq', 'public.ev');
+SELECT ordering.create_sequencing_triggers('shard_copy', 'resource_id', 'seq', 'public.ev');
 INSERT INTO shard_copy (resource_id) VALUES ('r');
 \echo :SQLSTATE
 DROP TABLE shard_copy;
@@ -290,7 +289,9 @@ ROLLBACK;
 BEGIN READ ONLY;
 SELECT ordering.next_sequence('ro', 'r');
 \echo :SQLSTATE
+ROLLBACK;
 -- reads work
+BEGIN READ ONLY;
 SELECT ordering.position('ro', 'r'), ordering.last_sequence('ro', 'r');
 ROLLBACK;
 SELECT count(*) AS written FROM ordering.parked WHERE consumer = 'ro';
@@ -312,6 +313,8 @@ SELECT count(*) AS positions_applied
   FROM generate_series(1, 100000) g, ordering.apply_if_newer('many', 'many-' || g, 1) a
  WHERE a;
 DELETE FROM ordering.outbox WHERE resource_id LIKE 'many-%';
+DELETE FROM ordering.sequences WHERE resource_id LIKE 'many-%';
+DELETE FROM ordering.positions WHERE consumer = 'many';
 
 -------------------------------------------------------------------------------
 -- Counter rows inserted by statements merge, keeping the higher value
@@ -324,3 +327,10 @@ SELECT ordering.next_sequence('loaded', 'r');
 
 DROP TABLE ev, cv, pev, pev_us, typed_d, typed_ts, typed_n, typed_b, typed_f, gen;
 DROP FUNCTION zz_filter(), zz_sneak();
+-- (leave no counters behind for the tests that follow)
+DELETE FROM ordering.sequences
+ WHERE stream IN ('public.ev', 'public.cv', 'public.pev', 'public.typed_d',
+                  'public.typed_ts', 'public.typed_n', 'public.typed_b',
+                  'public.typed_f', 'public.renamed', 'loaded')
+    OR resource_id = 'copy-to';
+DELETE FROM ordering.outbox WHERE resource_id = 'copy-to';

@@ -11,8 +11,10 @@ INSERT INTO rm (r) VALUES ('a'), ('a');
 SELECT ordering.pre_restore(), ordering.pre_restore() AS again;
 SHOW ordering.restoring;
 -- the setting is the database's, so pg_restore's own connections see it
-SELECT s.setconfig FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase
- WHERE d.datname = current_database() AND s.setrole = 0;
+SELECT c AS database_setting
+  FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase,
+       unnest(s.setconfig) c
+ WHERE d.datname = current_database() AND s.setrole = 0 AND c LIKE 'ordering.%';
 
 -- History, in any order, by INSERT and by COPY; the counter is untouched.
 INSERT INTO rm VALUES ('a', 7), ('b', 4), ('a', 5);
@@ -32,8 +34,10 @@ INSERT INTO ordering.sequences VALUES ('public.rm', 'b', 9), ('next-only', 'x', 
 
 SELECT ordering.post_restore();
 SHOW ordering.restoring;
-SELECT count(*) AS settings_left FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase
- WHERE d.datname = current_database() AND s.setrole = 0;
+SELECT count(*) AS settings_left
+  FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase,
+       unnest(s.setconfig) c
+ WHERE d.datname = current_database() AND s.setrole = 0 AND c LIKE 'ordering.%';
 SELECT resource_id, last_seq FROM ordering.sequences
  WHERE stream IN ('public.rm', 'next-only') ORDER BY 1;
 INSERT INTO rm (r) VALUES ('a'), ('b'), ('c') RETURNING r, s;
@@ -45,3 +49,4 @@ SELECT resource_id, last_seq FROM ordering.sequences WHERE stream = 'public.rm' 
 INSERT INTO rm VALUES ('a', 3);
 \echo :SQLSTATE
 DROP TABLE rm;
+DELETE FROM ordering.sequences WHERE stream IN ('public.rm', 'next-only');
