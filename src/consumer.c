@@ -66,6 +66,7 @@
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
+#include "decision_log.h"
 #include "keyed.h"
 #include "ordering.h"
 #include "parked.h"
@@ -174,6 +175,8 @@ ordering_apply_if_newer(PG_FUNCTION_ARGS)
 	else
 		ordering_stats_count(name, previous == seq ? ORDERING_EVENT_DUPLICATE :
 							 ORDERING_EVENT_STALE, 1);
+	ordering_stats_hot_resource('c', name, text_to_cstring(resource), 1);
+	ordering_log_decision(name, resource, previous + 1, seq, applied ? ORDERING_DECISION_APPLIED : previous == seq ? ORDERING_DECISION_DUPLICATE : ORDERING_DECISION_STALE, 0);
 	PG_RETURN_BOOL(applied);
 }
 
@@ -195,6 +198,7 @@ deliver_event(text *consumer, text *resource, int64 seq,
 	/* the whole decision is serialized per key (file header) */
 	keyed_lock_key(&ordering_positions, consumer, resource);
 	position = keyed_read(&ordering_positions, consumer, resource);
+	ordering_stats_hot_resource('c', name, text_to_cstring(resource), 1);
 
 	/*
 	 * Stale or duplicate: nothing changes, so no gap closes and no lock of
@@ -205,6 +209,7 @@ deliver_event(text *consumer, text *resource, int64 seq,
 		ordering_stats_count(name, ORDERING_EVENT_CONSUMED, 1);
 		ordering_stats_count(name, seq == position ? ORDERING_EVENT_DUPLICATE :
 							 ORDERING_EVENT_STALE, 1);
+		ordering_log_decision(name, resource, position + 1, seq, seq == position ? ORDERING_DECISION_DUPLICATE : ORDERING_DECISION_STALE, 0);
 		return;
 	}
 
@@ -239,6 +244,7 @@ deliver_event(text *consumer, text *resource, int64 seq,
 		ordering_stats_count(name, ORDERING_EVENT_APPLIED, ready->n);
 		if (ready->n > 1)
 			ordering_stats_count(name, ORDERING_EVENT_DRAINED, ready->n - 1);
+		ordering_log_decision(name, resource, position + 1, seq, ORDERING_DECISION_APPLIED, ready->n - 1);
 		return;
 	}
 
@@ -256,6 +262,7 @@ deliver_event(text *consumer, text *resource, int64 seq,
 			parked_close(&ps);
 			ordering_stats_count(name, ORDERING_EVENT_CONSUMED, 1);
 			ordering_stats_count(name, ORDERING_EVENT_DUPLICATE, 1);
+			ordering_log_decision(name, resource, position + 1, seq, ORDERING_DECISION_DUPLICATE, 0);
 			return;
 		}
 	}
@@ -285,6 +292,7 @@ deliver_event(text *consumer, text *resource, int64 seq,
 	ordering_stats_count(name, ORDERING_EVENT_CONSUMED, 1);
 	ordering_stats_count(name, ORDERING_EVENT_PARKED, 1);
 	ordering_stats_reorder_distance(name, seq - position);
+	ordering_log_decision(name, resource, position + 1, seq, ORDERING_DECISION_PARKED, 0);
 }
 
 /*
@@ -496,6 +504,8 @@ ordering_skip_gap(PG_FUNCTION_ARGS)
 	if (!has_parked)
 		return (Datum) 0;		/* no gap: nothing to lock or settle */
 
+	ordering_stats_count(text_to_cstring(consumer), ORDERING_EVENT_SKIPPED, lowest - 1 - keyed_read(&ordering_positions, consumer, resource));
+	if (ordering_log_decisions) ordering_log_decision(text_to_cstring(consumer), resource, keyed_read(&ordering_positions, consumer, resource) + 1, lowest, ORDERING_DECISION_SKIPPED, 0);
 	advance_position(consumer, resource, end);
 	/* the gap closes: locks ordering.gap_requests, settles the request */
 	parked_drain_finish(consumer, resource, &ready, 0, lowest, end, !beyond);

@@ -95,6 +95,7 @@ allocate(text *stream, text *resource, AllocRequest *req)
 						text_to_cstring(resource), text_to_cstring(stream))));
 
 	/* checked after the row is ours: only now is "previous" the truth */
+	if (req->mode == ALLOC_EXPECT && req->seq != seq) ordering_stats_sequence_conflict(text_to_cstring(stream));
 	if (req->mode == ALLOC_EXPECT && req->seq != seq)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -106,6 +107,7 @@ allocate(text *stream, text *resource, AllocRequest *req)
 				 errhint("Another producer wrote to this resource first; reload it and retry.")));
 
 	ordering_stats_sequence_assigned(text_to_cstring(stream));
+	ordering_stats_hot_resource('s', text_to_cstring(stream), text_to_cstring(resource), 1);
 	return seq;
 }
 
