@@ -1099,7 +1099,7 @@ ordering_hot_resources(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *kind;
-	HTAB	   *hash;
+	HTAB	   *hash = NULL;
 	int32		n;
 	StatsKey	key;
 	void	   *entry;
