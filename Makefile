@@ -25,6 +25,8 @@ OBJS = \
 	src/parked.o \
 	src/newer_only.o \
 	src/stats.o \
+	src/sketch.o \
+	src/decision_log.o \
 	src/triggers.o \
 	src/gaps.o \
 	src/worker.o
@@ -34,7 +36,7 @@ OBJS = \
 # statements.
 DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql
 
-REGRESS = producer producer_sql restore_mode consumer gaps stats search_path gaps_search_path privileges hot_paths bad_input
+REGRESS = producer producer_sql restore_mode consumer gaps stats observability search_path gaps_search_path privileges hot_paths bad_input
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 

@@ -62,7 +62,14 @@ SELECT consumer, resource_id, missing_from, missing_to, parked_count
   FROM ordering.open_gaps;
 SELECT consumer, gaps_escalated, parked_current, reorder_distance_buckets
   FROM ordering.stats;
-SELECT line FROM pg_catalog.regexp_split_to_table(ordering.metrics(), E'\n') AS line
+-- (the gap age counts from 2020: shown as whether it is over three years)
+SELECT CASE WHEN line LIKE 'ordering_oldest_gap_age_seconds%'
+            THEN pg_catalog.split_part(line, ' ', 1) OPERATOR(pg_catalog.||) ' '
+                 OPERATOR(pg_catalog.||)
+                 (pg_catalog.split_part(line, ' ', 2)::pg_catalog.numeric
+                  OPERATOR(pg_catalog.>) 94608000)::pg_catalog.text
+            ELSE line END AS line
+  FROM pg_catalog.regexp_split_to_table(ordering.metrics(), E'\n') AS line
  WHERE line LIKE '%consumer="c"%' AND line NOT LIKE '%reorder%';
 
 -- nothing was read from or written to the look-alikes

@@ -396,3 +396,308 @@ BEGIN
         'SELECT, INSERT, UPDATE ON ordering.attachments');
 END
 $$;
+
+-------------------------------------------------------------------------------
+-- Observability (issue 16)
+-------------------------------------------------------------------------------
+
+-- The shared-memory counters with the columns of 1.1 appended.  The same C
+-- functions as ordering.consumer_counters() and ordering.stream_counters(),
+-- which fill as many columns as the row type asks for: the 1.0 functions
+-- keep working (and keep their grants), the views below read these.
+CREATE FUNCTION ordering.consumer_statistics(
+    OUT consumer text,
+    OUT events_consumed bigint,
+    OUT events_applied bigint,
+    OUT events_stale bigint,
+    OUT events_duplicate bigint,
+    OUT events_parked bigint,
+    OUT events_drained bigint,
+    OUT gaps_escalated bigint,
+    OUT reorder_distance_buckets bigint[],
+    OUT reorder_distance_sum bigint,
+    OUT events_dead_lettered bigint,
+    OUT events_skipped bigint)
+    RETURNS SETOF record
+    LANGUAGE c VOLATILE
+    AS 'MODULE_PATHNAME', 'ordering_consumer_counters';
+COMMENT ON FUNCTION ordering.consumer_statistics() IS
+    'Committed-work counters of the consumers of the current database, from shared memory (ordering.consumer_counters() with the counters of 1.1); use the view ordering.stats';
+
+CREATE FUNCTION ordering.stream_statistics(
+    OUT stream text,
+    OUT sequences_assigned bigint,
+    OUT sequence_conflicts bigint)
+    RETURNS SETOF record
+    LANGUAGE c VOLATILE
+    AS 'MODULE_PATHNAME', 'ordering_stream_counters';
+COMMENT ON FUNCTION ordering.stream_statistics() IS
+    'Per stream of the current database, from shared memory: sequence numbers assigned by committed transactions, and supplied numbers refused with SQLSTATE 40001 (counted although their transaction rolled back); use the view ordering.stream_stats';
+
+CREATE FUNCTION ordering.hot_resources(kind text, name text, n integer DEFAULT 10)
+    RETURNS TABLE (resource_id text, events bigint, max_error bigint)
+    LANGUAGE c VOLATILE
+    AS 'MODULE_PATHNAME', 'ordering_hot_resources';
+COMMENT ON FUNCTION ordering.hot_resources(text, text, integer) IS
+    'The n busiest resources of a stream (kind ''stream'') or consumer (kind ''consumer'') of the current database since the last ordering.stats_reset(), busiest first, from a fixed-size shared-memory sketch: events overcounts by at most max_error, which is at most the events of that stream or consumer divided by ordering.hot_resources_size';
+
+REVOKE EXECUTE ON FUNCTION ordering.consumer_statistics(), ordering.stream_statistics(),
+    ordering.hot_resources(text, text, integer) FROM PUBLIC;
+
+-- The relay's lag: how long the row at the head of the relays' queue (the
+-- lowest unpublished id, which claim_unpublished() hands out first) has
+-- waited since it was written.  One probe of the partial index relays use.
+CREATE VIEW ordering.outbox_lag AS
+SELECT COALESCE(GREATEST(pg_catalog.now() OPERATOR(pg_catalog.-)
+                           (SELECT o.created_at FROM ordering.outbox o
+                             WHERE o.published_at IS NULL
+                             ORDER BY o.id LIMIT 1),
+                         '0'::pg_catalog.interval),
+                '0'::pg_catalog.interval) AS oldest_unpublished_age;
+COMMENT ON VIEW ordering.outbox_lag IS
+    'How long the oldest unpublished row of ordering.outbox (the next a relay claims) has waited; 0 when nothing waits';
+
+-- Columns of 1.1 appended (CREATE OR REPLACE keeps the grants of the view).
+-- A consumer shows up once it has counted committed work, has parked events
+-- or has dead letters.  A gap is open for a (consumer, resource) when its
+-- lowest parked event is above position + 1 and not behind the resource's
+-- dead letter (events parked behind a dead letter wait for it, not for a
+-- missing event); oldest_gap_age is the age of the lowest parked event of
+-- the consumer's oldest open gap, deadline passed or not.
+CREATE OR REPLACE VIEW ordering.stats AS
+WITH c AS MATERIALIZED (
+    SELECT cs.consumer COLLATE "C" AS consumer, cs.events_consumed,
+           cs.events_applied, cs.events_stale, cs.events_duplicate,
+           cs.events_parked, cs.events_drained, cs.gaps_escalated,
+           cs.reorder_distance_buckets, cs.reorder_distance_sum,
+           cs.events_dead_lettered, cs.events_skipped
+      FROM ordering.consumer_statistics() cs
+), pk AS MATERIALIZED (
+    SELECT p.consumer, p.resource_id, pg_catalog.count(*) AS parked,
+           pg_catalog.min(p.seq) AS lowest
+      FROM ordering.parked p
+     GROUP BY p.consumer, p.resource_id
+), pc AS (
+    SELECT pk.consumer, pg_catalog.sum(pk.parked)::pg_catalog.int8 AS parked_current
+      FROM pk
+     GROUP BY pk.consumer
+), g AS (
+    SELECT pk.consumer,
+           pg_catalog.max(pg_catalog.now() OPERATOR(pg_catalog.-) lp.parked_at)
+             AS oldest_gap_age
+      FROM pk
+      JOIN ordering.parked lp
+        ON lp.consumer OPERATOR(pg_catalog.=) pk.consumer
+       AND lp.resource_id OPERATOR(pg_catalog.=) pk.resource_id
+       AND lp.seq OPERATOR(pg_catalog.=) pk.lowest
+      LEFT JOIN ordering.positions pos
+        ON pos.consumer OPERATOR(pg_catalog.=) pk.consumer
+       AND pos.resource_id OPERATOR(pg_catalog.=) pk.resource_id
+      LEFT JOIN ordering.dead_letter_events d
+        ON d.consumer OPERATOR(pg_catalog.=) pk.consumer
+       AND d.resource_id OPERATOR(pg_catalog.=) pk.resource_id
+     WHERE pk.lowest OPERATOR(pg_catalog.>)
+           (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
+       AND (d.seq IS NULL OR pk.lowest OPERATOR(pg_catalog.<) d.seq)
+     GROUP BY pk.consumer
+), dl AS (
+    SELECT d.consumer, pg_catalog.count(*) AS dead_letters_current
+      FROM ordering.dead_letter_events d
+     GROUP BY d.consumer
+), names AS (
+    SELECT c.consumer FROM c
+    UNION
+    SELECT pc.consumer FROM pc
+    UNION
+    SELECT dl.consumer FROM dl
+)
+SELECT names.consumer,
+       COALESCE(c.events_consumed, 0) AS events_consumed,
+       COALESCE(c.events_applied, 0) AS events_applied,
+       COALESCE(c.events_stale, 0) AS events_stale,
+       COALESCE(c.events_duplicate, 0) AS events_duplicate,
+       COALESCE(c.events_parked, 0) AS events_parked,
+       COALESCE(c.events_drained, 0) AS events_drained,
+       COALESCE(c.gaps_escalated, 0) AS gaps_escalated,
+       COALESCE(pc.parked_current, 0) AS parked_current,
+       COALESCE(c.reorder_distance_buckets,
+                '{0,0,0,0,0,0,0,0}'::pg_catalog.int8[]) AS reorder_distance_buckets,
+       '{1,2,3,5,10,25,100,NULL}'::pg_catalog.int8[] AS reorder_distance_bounds,
+       r.stats_reset,
+       COALESCE(c.reorder_distance_sum, 0) AS reorder_distance_sum,
+       COALESCE(c.events_dead_lettered, 0) AS events_dead_lettered,
+       COALESCE(dl.dead_letters_current, 0) AS dead_letters_current,
+       COALESCE(c.events_skipped, 0) AS events_skipped,
+       g.oldest_gap_age
+  FROM names
+  LEFT JOIN c ON c.consumer OPERATOR(pg_catalog.=) names.consumer
+  LEFT JOIN pc ON pc.consumer OPERATOR(pg_catalog.=) names.consumer
+  LEFT JOIN g ON g.consumer OPERATOR(pg_catalog.=) names.consumer
+  LEFT JOIN dl ON dl.consumer OPERATOR(pg_catalog.=) names.consumer
+ CROSS JOIN (SELECT ordering.stats_reset_time() AS stats_reset) r;
+COMMENT ON VIEW ordering.stats IS
+    'One row per consumer of the current database: committed-work counters, events parked now, dead letters now, the age of the oldest open gap, and the reorder-distance histogram (bucket i counts distances <= bound i and > bound i-1; the last bound, NULL, is the overflow)';
+
+CREATE OR REPLACE VIEW ordering.stream_stats AS
+SELECT s.stream, s.sequences_assigned, r.stats_reset, s.sequence_conflicts
+  FROM ordering.stream_statistics() s
+ CROSS JOIN (SELECT ordering.stats_reset_time() AS stats_reset) r;
+COMMENT ON VIEW ordering.stream_stats IS
+    'One row per stream of the current database: sequence numbers assigned by committed transactions, and supplied numbers refused with SQLSTATE 40001';
+
+-- The Prometheus text of 1.1: the families of 1.0, then the new ones.
+-- oldest_gap_age is 0 when no gap is open; the hot resources are the five
+-- busiest of each stream and consumer.
+CREATE OR REPLACE FUNCTION ordering.metrics() RETURNS text
+    LANGUAGE sql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+WITH s AS MATERIALIZED (
+    SELECT st.consumer, st.reorder_distance_buckets, st.reorder_distance_bounds,
+           st.reorder_distance_sum,
+           to_jsonb(st) || jsonb_build_object('oldest_gap_age_seconds',
+               COALESCE(extract(epoch FROM st.oldest_gap_age), 0)) AS j,
+           'consumer="' || ordering.metric_label_value(st.consumer) || '"' AS label
+      FROM ordering.stats st
+), ss AS MATERIALIZED (
+    SELECT x.stream, x.sequences_assigned, x.sequence_conflicts,
+           'stream="' || ordering.metric_label_value(x.stream) || '"' AS label
+      FROM ordering.stream_stats x
+), fam(ord, name, kind, help, col) AS (VALUES
+    (1, 'ordering_events_consumed_total', 'counter', 'Events handed to a consumer function.', 'events_consumed'),
+    (2, 'ordering_events_applied_total', 'counter', 'Events applied when they arrived.', 'events_applied'),
+    (3, 'ordering_events_stale_total', 'counter', 'Events ignored because a newer one was applied.', 'events_stale'),
+    (4, 'ordering_events_duplicate_total', 'counter', 'Events ignored because they were applied or parked already.', 'events_duplicate'),
+    (5, 'ordering_events_parked_total', 'counter', 'Early events parked to wait for a predecessor.', 'events_parked'),
+    (6, 'ordering_events_drained_total', 'counter', 'Parked events applied once their gap filled.', 'events_drained'),
+    (7, 'ordering_event_gaps_escalated_total', 'counter', 'Gap requests emitted after the deadline, first and repeated.', 'gaps_escalated'),
+    (8, 'ordering_events_parked_current', 'gauge', 'Events parked now.', 'parked_current'),
+    (11, 'ordering_events_dead_lettered_total', 'counter', 'Events that became the dead letter of their resource.', 'events_dead_lettered'),
+    (12, 'ordering_dead_letters_current', 'gauge', 'Resources blocked by a dead letter now.', 'dead_letters_current'),
+    (13, 'ordering_events_skipped_total', 'counter', 'Events given up by skip_gap or discard_dead_letter.', 'events_skipped'),
+    (14, 'ordering_oldest_gap_age_seconds', 'gauge', 'Age of the lowest parked event of the oldest open gap; 0 when no gap is open.', 'oldest_gap_age_seconds')
+), hot AS MATERIALIZED (
+    SELECT 'stream' AS kind, ss.label, h.resource_id, h.events
+      FROM ss CROSS JOIN LATERAL ordering.hot_resources('stream', ss.stream, 5) h
+    UNION ALL
+    SELECT 'consumer', s.label, h.resource_id, h.events
+      FROM s CROSS JOIN LATERAL ordering.hot_resources('consumer', s.consumer, 5) h
+), lines(ord, sub, name, i, line) AS (
+    SELECT f.ord, 0, '', 0, '# HELP ' || f.name || ' ' || f.help FROM fam f
+    UNION ALL
+    SELECT f.ord, 1, '', 0, '# TYPE ' || f.name || ' ' || f.kind FROM fam f
+    UNION ALL
+    SELECT f.ord, 2, s.consumer, 0, f.name || '{' || s.label || '} ' || (s.j ->> f.col)
+      FROM fam f CROSS JOIN s
+    UNION ALL
+    SELECT 9, 0, '', 0, '# HELP ordering_event_reorder_distance How far ahead of the position early events arrived (seq - position).'
+    UNION ALL
+    SELECT 9, 1, '', 0, '# TYPE ordering_event_reorder_distance histogram'
+    UNION ALL
+    SELECT 9, 2, s.consumer, b.i::integer,
+           'ordering_event_reorder_distance_bucket{' || s.label || ',le="'
+           || COALESCE(b.bound::text, '+Inf') || '"} '
+           || (SELECT sum(x) FROM unnest(s.reorder_distance_buckets[1:b.i]) x)::bigint
+      FROM s CROSS JOIN unnest(s.reorder_distance_bounds) WITH ORDINALITY b(bound, i)
+    UNION ALL
+    SELECT 9, 2, s.consumer, 100,
+           'ordering_event_reorder_distance_sum{' || s.label || '} ' || s.reorder_distance_sum
+      FROM s
+    UNION ALL
+    SELECT 9, 2, s.consumer, 101,
+           'ordering_event_reorder_distance_count{' || s.label || '} '
+           || (SELECT sum(x) FROM unnest(s.reorder_distance_buckets) x)::bigint
+      FROM s
+    UNION ALL
+    SELECT 10, 0, '', 0, '# HELP ordering_sequences_assigned_total Sequence numbers assigned by committed transactions.'
+    UNION ALL
+    SELECT 10, 1, '', 0, '# TYPE ordering_sequences_assigned_total counter'
+    UNION ALL
+    SELECT 10, 2, ss.stream, 0,
+           'ordering_sequences_assigned_total{' || ss.label || '} ' || ss.sequences_assigned
+      FROM ss
+    UNION ALL
+    SELECT 15, 0, '', 0, '# HELP ordering_sequence_conflicts_total Supplied sequence numbers refused with SQLSTATE 40001 (counted although the transaction rolled back).'
+    UNION ALL
+    SELECT 15, 1, '', 0, '# TYPE ordering_sequence_conflicts_total counter'
+    UNION ALL
+    SELECT 15, 2, ss.stream, 0,
+           'ordering_sequence_conflicts_total{' || ss.label || '} ' || ss.sequence_conflicts
+      FROM ss
+    UNION ALL
+    SELECT 16, 0, '', 0, '# HELP ordering_outbox_oldest_unpublished_age_seconds How long the oldest unpublished row of ordering.outbox has waited; 0 when nothing waits.'
+    UNION ALL
+    SELECT 16, 1, '', 0, '# TYPE ordering_outbox_oldest_unpublished_age_seconds gauge'
+    UNION ALL
+    SELECT 16, 2, '', 0,
+           'ordering_outbox_oldest_unpublished_age_seconds '
+           || extract(epoch FROM l.oldest_unpublished_age)
+      FROM ordering.outbox_lag l
+    UNION ALL
+    SELECT 17, 0, '', 0, '# HELP ordering_stream_hot_resource_events_total Sequence numbers assigned to each of the busiest resources of a stream (may overcount, see ordering.hot_resources()).'
+    UNION ALL
+    SELECT 17, 1, '', 0, '# TYPE ordering_stream_hot_resource_events_total counter'
+    UNION ALL
+    SELECT 17, 2, h.label || h.resource_id, 0,
+           'ordering_stream_hot_resource_events_total{' || h.label || ',resource="'
+           || ordering.metric_label_value(h.resource_id) || '"} ' || h.events
+      FROM hot h WHERE h.kind = 'stream'
+    UNION ALL
+    SELECT 18, 0, '', 0, '# HELP ordering_consumer_hot_resource_events_total Events handed to a consumer for each of its busiest resources (may overcount, see ordering.hot_resources()).'
+    UNION ALL
+    SELECT 18, 1, '', 0, '# TYPE ordering_consumer_hot_resource_events_total counter'
+    UNION ALL
+    SELECT 18, 2, h.label || h.resource_id, 0,
+           'ordering_consumer_hot_resource_events_total{' || h.label || ',resource="'
+           || ordering.metric_label_value(h.resource_id) || '"} ' || h.events
+      FROM hot h WHERE h.kind = 'consumer'
+)
+SELECT string_agg(l.line, E'\n' ORDER BY l.ord, l.sub, l.name COLLATE "C", l.i) || E'\n'
+  FROM lines l
+$$;
+COMMENT ON FUNCTION ordering.metrics() IS
+    'The statistics of the current database in the Prometheus text exposition format';
+
+-- The monitoring set gains what ordering.stats and ordering.metrics() now
+-- read.  Roles given it before this update get the same, so their
+-- dashboards keep working: whoever may execute ordering.consumer_counters()
+-- (the 1.0 monitoring set) gets the new objects too.
+CREATE OR REPLACE FUNCTION ordering.grant_monitor(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.metrics(), ordering.metric_label_value(text), '
+        'ordering.consumer_counters(), ordering.stream_counters(), '
+        'ordering.stats_reset_time(), ordering.gap_deadline(), '
+        'ordering.consumer_statistics(), ordering.stream_statistics(), '
+        'ordering.hot_resources(text, text, integer)',
+        'SELECT ON ordering.stats, ordering.stream_stats, ordering.open_gaps, '
+        'ordering.gap_requests, ordering.outbox_lag');
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_monitor(regrole) IS
+    'Grants read-only access to the statistics, ordering.metrics(), hot resources, the relay lag and the open gaps (for dashboards and exporters)';
+REVOKE EXECUTE ON FUNCTION ordering.grant_monitor(regrole) FROM PUBLIC;
+
+DO $$
+DECLARE
+    grantee regrole;
+BEGIN
+    FOR grantee IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.consumer_counters()'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        EXECUTE pg_catalog.format(
+            'GRANT EXECUTE ON FUNCTION ordering.consumer_statistics(), '
+            'ordering.stream_statistics(), ordering.hot_resources(text, text, integer) TO %s; '
+            'GRANT SELECT ON ordering.outbox_lag TO %s', grantee, grantee);
+    END LOOP;
+END
+$$;

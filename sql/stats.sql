@@ -74,7 +74,12 @@ SELECT consumer, events_consumed, events_parked, gaps_escalated, parked_current,
   FROM ordering.stats ORDER BY consumer;
 
 -- the Prometheus text: label values escaped, HELP and TYPE once per family
+-- (in one transaction with the parking and the relay, so both ages are 0)
+BEGIN;
+UPDATE ordering.parked SET parked_at = now();
+UPDATE ordering.outbox SET published_at = now() WHERE published_at IS NULL;
 SELECT ordering.metrics();
+ROLLBACK;
 DELETE FROM ordering.parked;
 
 -- stats_reset is not for everyone

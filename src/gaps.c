@@ -61,6 +61,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "decision_log.h"
 #include "ordering.h"
 #include "stats.h"
 
@@ -187,6 +188,7 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 													&isnull));
 		Async_Notify("ordering_gap", payload);
 		ordering_stats_count(consumer, ORDERING_EVENT_GAP_ESCALATED, 1);
+		ordering_log_decision(consumer, DatumGetTextPP(values[1]), DatumGetInt64(values[2]), DatumGetInt64(values[3]) + 1, ORDERING_DECISION_GAP, 0);
 	}
 
 	SPI_finish();

@@ -17,6 +17,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "decision_log.h"
 #include "ordering.h"
 #include "provisional.h"
 #include "stats.h"
@@ -29,6 +30,8 @@ char	   *ordering_sweep_databases = NULL;
 int			ordering_max_parked_per_resource = 10000;
 int			ordering_max_consumers = 1000;
 int			ordering_max_streams = 1000;
+int			ordering_hot_sketches = 128;
+int			ordering_hot_size = 32;
 char	   *ordering_sweep_role = NULL;
 bool		ordering_restoring = false;
 bool		ordering_preloaded = false;
@@ -96,6 +99,19 @@ define_settings(void)
 							   NULL, NULL, NULL);
 
 	/*
+	 * Superuser only: the lines name consumers and resources, and go to the
+	 * server log.
+	 */
+	DefineCustomBoolVariable("ordering.log_decisions",
+							 gettext_noop("Writes each consumer decision to the server log as a line of JSON."),
+							 gettext_noop("Consumer, resource, expected and received sequence number and the result; never the payload."),
+							 &ordering_log_decisions,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/*
 	 * Sizes of the shared statistics: they exist only when preloaded, and
 	 * PGC_POSTMASTER settings can only be defined then.
 	 */
@@ -115,6 +131,24 @@ define_settings(void)
 								gettext_noop("Counts of further streams are lost until ordering.stats_reset()."),
 								&ordering_max_streams,
 								1000, 10, 100000,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
+
+		DefineCustomIntVariable("ordering.hot_resources_sketches",
+								gettext_noop("Streams and consumers (of all databases) whose busiest resources the shared statistics track."),
+								gettext_noop("Each has a sketch of ordering.hot_resources_size counters; 0 turns ordering.hot_resources() off."),
+								&ordering_hot_sketches,
+								128, 0, 100000,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
+
+		DefineCustomIntVariable("ordering.hot_resources_size",
+								gettext_noop("Counters of each hot-resources sketch."),
+								gettext_noop("A resource's count overcounts by at most the events of its stream or consumer divided by this."),
+								&ordering_hot_size,
+								32, 4, 10000,
 								PGC_POSTMASTER,
 								0,
 								NULL, NULL, NULL);

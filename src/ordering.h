@@ -18,6 +18,8 @@ extern char *ordering_sweep_databases;
 extern int	ordering_max_parked_per_resource;
 extern int	ordering_max_consumers;
 extern int	ordering_max_streams;
+extern int	ordering_hot_sketches;
+extern int	ordering_hot_size;
 extern char *ordering_sweep_role;
 
 /* True when loaded through shared_preload_libraries */

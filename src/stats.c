@@ -28,6 +28,22 @@
  * name).  When a table is full, counts for new names are dropped and a
  * WARNING is logged once per backend.
  *
+ * Hot resources: a pool of ordering.hot_resources_sketches heavy-hitters
+ * sketches (sketch.c) of ordering.hot_resources_size counters each.  A
+ * stream or consumer entry gets one from the pool the first time it commits
+ * a hot-resource count, and keeps it until ordering.stats_reset(); when the
+ * pool is used up, later names get none (a WARNING once per backend).  The
+ * pending side is a log of (name, resource, nesting level, n) in backend
+ * memory, appended to per event (consecutive events of one resource add up
+ * in place), kept in nesting-level order: a rolled-back savepoint truncates
+ * its tail, a released one relabels it.  When it fills, it is sorted and
+ * equal entries merged (memory then grows with the distinct resources of
+ * the transaction, not with its events).
+ *
+ * Sequence conflicts are the exception to "at commit": counted into the
+ * stream's shared entry at once, since the transaction that refuses the
+ * number rolls back.
+ *
  * Locking protocol:
  *	- StatsShared->lock (an LWLock of tranche "ordering_stats") protects the
  *	  structure of both hash tables and stats_reset: looking up an entry or
@@ -35,9 +51,16 @@
  *	  entries and changing stats_reset needs it exclusive.
  *	- The counters of an entry are changed and read under the entry's
  *	  spinlock, with the LWLock held in either mode.
+ *	- The LWLock also protects the pool of sketches: taking a sketch for an
+ *	  entry (entry->sketch, StatsShared->sketches_used) needs it exclusive.
+ *	  A sketch's contents are changed and read under its own spinlock
+ *	  (hot_locks[i]), with the LWLock held in either mode.
  *	- A backend takes the LWLock once per committing transaction that counted
- *	  something (never per event), and never while holding another lock of
- *	  ours.
+ *	  something (never per event), in shared mode unless a new entry or
+ *	  sketch is needed, in which case it takes it exclusive from the start
+ *	  (it never upgrades in the middle of a publish, so the entries it found
+ *	  stay valid).  A sequence conflict takes it once more, at the conflict.
+ *	  It is never taken while holding another lock of ours.
  *
  *-------------------------------------------------------------------------
  */
@@ -45,6 +68,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
@@ -60,10 +84,12 @@
 #include "utils/timestamp.h"
 
 #include "ordering.h"
+#include "sketch.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(ordering_consumer_counters);
 PG_FUNCTION_INFO_V1(ordering_stream_counters);
+PG_FUNCTION_INFO_V1(ordering_hot_resources);
 PG_FUNCTION_INFO_V1(ordering_stats_reset);
 PG_FUNCTION_INFO_V1(ordering_stats_reset_time);
 
@@ -88,6 +114,7 @@ typedef struct ConsumerEntry
 {
 	StatsKey	key;
 	slock_t		mutex;
+	int			sketch;			/* 1 + its sketch in the pool; 0: none */
 	Counters	c;
 } ConsumerEntry;
 
@@ -95,17 +122,27 @@ typedef struct StreamEntry
 {
 	StatsKey	key;
 	slock_t		mutex;
+	int			sketch;			/* as in ConsumerEntry */
 	int64		assigned;
+	int64		conflicts;		/* supplied numbers refused (40001) */
 } StreamEntry;
 
-/* shared_entry() initializes both kinds of entry through the same offset */
+/*
+ * shared_entry() initializes both kinds of entry, and the publishing code
+ * finds their sketch, through the same offsets
+ */
 StaticAssertDecl(offsetof(ConsumerEntry, mutex) == offsetof(StreamEntry, mutex),
 				 "entry layouts differ");
+StaticAssertDecl(offsetof(ConsumerEntry, sketch) == offsetof(StreamEntry, sketch),
+				 "entry layouts differ");
+#define ENTRY_SKETCH(entry) \
+	(*(int *) ((char *) (entry) + offsetof(ConsumerEntry, sketch)))
 
 typedef struct StatsShared
 {
 	LWLock	   *lock;
 	TimestampTz stats_reset;	/* last ordering.stats_reset() or startup */
+	int			sketches_used;	/* sketches of the pool given to entries */
 } StatsShared;
 
 /* Backend-local pending counts */
@@ -133,7 +170,25 @@ typedef struct PendingEntry
 	PendingKey	key;
 	PendingFrame *top;			/* innermost frame; NULL if nothing pending */
 	bool		dirty;			/* listed in pending_dirty */
+	/* used while publishing only */
+	bool		hot;			/* has entries in the hot log */
+	void	   *shared;			/* its shared entry, NULL if dropped */
+	Counters	total;			/* its frames added up */
 } PendingEntry;
+
+/* Events of one resource offered to the sketch of "owner", not yet published */
+typedef struct PendingHot
+{
+	PendingEntry *owner;
+	int			level;			/* transaction nesting level */
+	uint64		hash;			/* of the whole resource id */
+	int64		n;
+	char		id[ORDERING_HOT_ID_LEN];	/* as the sketch keeps it */
+} PendingHot;
+
+/* The hot log starts with room for this many; a larger one is freed at end */
+#define HOT_LOG_INITIAL		64
+#define HOT_LOG_KEEP		4096
 
 static const int64 distance_bounds[ORDERING_NUM_BOUNDS] = ORDERING_DISTANCE_BOUNDS;
 
@@ -141,6 +196,11 @@ static const int64 distance_bounds[ORDERING_NUM_BOUNDS] = ORDERING_DISTANCE_BOUN
 static StatsShared *stats_shared = NULL;
 static HTAB *consumer_hash = NULL;
 static HTAB *stream_hash = NULL;
+static slock_t *hot_locks = NULL;	/* one per sketch of the pool */
+static char *hot_pool = NULL;	/* the sketches, hot_stride bytes apart */
+static Size hot_stride = 0;
+
+#define HOT_SKETCH(i) ((Sketch *) (hot_pool + (Size) (i) * hot_stride))
 
 /* Backend state */
 static HTAB *pending_hash = NULL;
@@ -148,10 +208,23 @@ static PendingEntry *pending_last = NULL;
 static PendingEntry **pending_dirty = NULL;
 static int	pending_ndirty = 0;
 static int	pending_maxdirty = 0;
+static PendingHot *hot_log = NULL;
+static int	hot_n = 0;
+static int	hot_max = 0;
 static bool warned_full = false;
+static bool warned_sketches = false;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/*
+ * Where the sketches start in the pool's memory: after the spinlocks.
+ */
+static Size
+hot_pool_offset(void)
+{
+	return MAXALIGN(mul_size(ordering_hot_sketches, sizeof(slock_t)));
+}
 
 /*
  * Shared memory needed at the current settings.
@@ -166,6 +239,9 @@ stats_memsize(void)
 											 sizeof(ConsumerEntry)));
 	size = add_size(size, hash_estimate_size(ordering_max_streams,
 											 sizeof(StreamEntry)));
+	size = add_size(size, hot_pool_offset());
+	size = add_size(size, mul_size(ordering_hot_sketches,
+								   MAXALIGN(SKETCH_BYTES(ordering_hot_size))));
 	return size;
 }
 
@@ -202,6 +278,19 @@ stats_shmem_startup(void)
 	{
 		stats_shared->lock = &(GetNamedLWLockTranche(STATS_TRANCHE))->lock;
 		stats_shared->stats_reset = GetCurrentTimestamp();
+		stats_shared->sketches_used = 0;
+	}
+
+	hot_stride = MAXALIGN(SKETCH_BYTES(ordering_hot_size));
+	hot_locks = ShmemInitStruct("ordering hot resources",
+								add_size(hot_pool_offset(),
+										 mul_size(ordering_hot_sketches, hot_stride)),
+								&found);
+	hot_pool = (char *) hot_locks + hot_pool_offset();
+	if (!found)
+	{
+		for (int i = 0; i < ordering_hot_sketches; i++)
+			SpinLockInit(&hot_locks[i]);
 	}
 
 	info.keysize = sizeof(StatsKey);
@@ -264,6 +353,8 @@ pending_counters(char kind, const char *name)
 		{
 			e->top = NULL;
 			e->dirty = false;
+			e->hot = false;
+			e->shared = NULL;
 		}
 		pending_last = e;
 	}
@@ -340,6 +431,115 @@ ordering_stats_sequence_assigned(const char *stream)
 }
 
 /*
+ * Keep a resource id as the sketches do: at most ORDERING_HOT_ID_LEN - 1
+ * bytes, cut at a character boundary.  "len" is strlen(resource).
+ */
+static void
+copy_resource(char *dst, const char *resource, int len)
+{
+	if (len >= ORDERING_HOT_ID_LEN)
+		len = pg_mbcliplen(resource, len, ORDERING_HOT_ID_LEN - 1);
+	memcpy(dst, resource, len);
+	dst[len] = '\0';
+}
+
+/*
+ * qsort comparator of the hot log: nesting level first (the order the log
+ * must keep), then owner, resource.
+ */
+static int
+pending_hot_cmp(const void *a, const void *b)
+{
+	const PendingHot *ha = (const PendingHot *) a;
+	const PendingHot *hb = (const PendingHot *) b;
+
+	if (ha->level != hb->level)
+		return ha->level < hb->level ? -1 : 1;
+	if (ha->owner != hb->owner)
+		return (uintptr_t) ha->owner < (uintptr_t) hb->owner ? -1 : 1;
+	if (ha->hash != hb->hash)
+		return ha->hash < hb->hash ? -1 : 1;
+	return strcmp(ha->id, hb->id);
+}
+
+/*
+ * The hot log is full: merge its equal entries, and grow it unless that
+ * freed at least half of it.
+ */
+static void
+pending_hot_make_room(void)
+{
+	int			kept = 0;
+
+	if (hot_log == NULL)
+	{
+		hot_max = HOT_LOG_INITIAL;
+		hot_log = MemoryContextAlloc(TopMemoryContext,
+									 hot_max * sizeof(PendingHot));
+		return;
+	}
+	qsort(hot_log, hot_n, sizeof(PendingHot), pending_hot_cmp);
+	for (int i = 0; i < hot_n; i++)
+	{
+		if (kept > 0 && pending_hot_cmp(&hot_log[kept - 1], &hot_log[i]) == 0)
+			hot_log[kept - 1].n += hot_log[i].n;
+		else
+			hot_log[kept++] = hot_log[i];
+	}
+	hot_n = kept;
+	if (hot_n > hot_max / 2)
+	{
+		hot_max *= 2;
+		hot_log = repalloc_huge(hot_log, (Size) hot_max * sizeof(PendingHot));
+	}
+}
+
+/*
+ * Hook: offer n events of a resource to the sketch of a stream or consumer.
+ * Once per event on the hot paths: a cached owner, a hash, and an append
+ * (or an add to the last entry).
+ */
+void
+ordering_stats_hot_resource(char kind, const char *name, const char *resource,
+							int64 n)
+{
+	PendingEntry *owner;
+	PendingHot *h;
+	int			level;
+	int			len;
+	uint64		hash;
+
+	if (stats_shared == NULL || ordering_hot_sketches == 0 || n <= 0 ||
+		!IsTransactionState())
+		return;
+	Assert(kind == PENDING_STREAM || kind == PENDING_CONSUMER);
+	(void) pending_counters(kind, name);
+	owner = pending_last;
+	level = GetCurrentTransactionNestLevel();
+	len = strlen(resource);
+	hash = hash_bytes_extended((const unsigned char *) resource, len, 0);
+
+	if (hot_n > 0)
+	{
+		h = &hot_log[hot_n - 1];
+		if (h->owner == owner && h->level == level && h->hash == hash &&
+			strncmp(h->id, resource, ORDERING_HOT_ID_LEN - 1) == 0)
+		{
+			h->n += n;
+			return;
+		}
+	}
+	if (hot_n >= hot_max)
+		pending_hot_make_room();
+	h = &hot_log[hot_n++];
+	h->owner = owner;
+	h->level = level;
+	h->hash = hash;
+	h->n = n;
+	copy_resource(h->id, resource, len);
+}
+
+/*
  * Add one set of counters to another.
  */
 static void
@@ -366,8 +566,17 @@ pending_discard(void)
 	{
 		pending_dirty[i]->top = NULL;
 		pending_dirty[i]->dirty = false;
+		pending_dirty[i]->hot = false;
+		pending_dirty[i]->shared = NULL;
 	}
 	pending_ndirty = 0;
+	hot_n = 0;
+	if (hot_max > HOT_LOG_KEEP)
+	{
+		pfree(hot_log);
+		hot_log = NULL;
+		hot_max = 0;
+	}
 }
 
 /*
@@ -408,6 +617,67 @@ shared_entry(HTAB *hash, int max, Size entrysize, StatsKey *key,
 }
 
 /*
+ * The shared table and its size for a pending entry's kind.
+ */
+static HTAB *
+kind_hash(const PendingEntry *e, int *max, Size *entrysize)
+{
+	if (e->key.kind == PENDING_CONSUMER)
+	{
+		*max = ordering_max_consumers;
+		*entrysize = sizeof(ConsumerEntry);
+		return consumer_hash;
+	}
+	*max = ordering_max_streams;
+	*entrysize = sizeof(StreamEntry);
+	return stream_hash;
+}
+
+/*
+ * Whether publishing needs the LWLock exclusive: some pending entry has no
+ * shared entry yet (and its table has room for one), or needs a sketch the
+ * pool can still give.  The caller holds the LWLock shared, and adds up the
+ * frames of each entry into its total here.
+ */
+static bool
+publish_needs_exclusive(void)
+{
+	static const Counters zero_counters;
+	bool		exclusive = false;
+
+	for (int i = 0; i < pending_ndirty; i++)
+	{
+		PendingEntry *e = pending_dirty[i];
+		PendingFrame *f;
+		StatsKey	key;
+		HTAB	   *hash;
+		int			max;
+		Size		entrysize;
+		void	   *entry;
+
+		memset(&e->total, 0, sizeof(Counters));
+		for (f = e->top; f != NULL; f = f->next)
+			add_counters(&e->total, &f->c);
+		/* all of it was in rolled-back savepoints: nothing to publish */
+		if (!e->hot && memcmp(&e->total, &zero_counters, sizeof(Counters)) == 0)
+			continue;
+		if (exclusive)
+			continue;
+
+		memset(&key, 0, sizeof(key));
+		key.dbid = MyDatabaseId;
+		memcpy(key.name, e->key.name, sizeof(key.name));
+		hash = kind_hash(e, &max, &entrysize);
+		entry = hash_search(hash, &key, HASH_FIND, NULL);
+		if (entry == NULL)
+			exclusive = hash_get_num_entries(hash) < max;
+		else if (e->hot && ENTRY_SKETCH(entry) == 0)
+			exclusive = stats_shared->sketches_used < ordering_hot_sketches;
+	}
+	return exclusive;
+}
+
+/*
  * Publish the pending counts of the committed transaction.  Runs in the
  * XACT_EVENT_COMMIT callback, so it must not raise.
  */
@@ -417,57 +687,98 @@ pending_publish(void)
 	static const Counters zero_counters;
 	LWLockMode	mode = LW_SHARED;
 	bool		dropped = false;
+	bool		no_sketch = false;
 	int			i;
 
+	for (i = 0; i < hot_n; i++)
+		hot_log[i].owner->hot = true;
+
 	LWLockAcquire(stats_shared->lock, mode);
+	if (publish_needs_exclusive())
+	{
+		/* taken again from the start: no entry was looked at yet */
+		LWLockRelease(stats_shared->lock);
+		mode = LW_EXCLUSIVE;
+		LWLockAcquire(stats_shared->lock, mode);
+	}
+
 	for (i = 0; i < pending_ndirty; i++)
 	{
 		PendingEntry *e = pending_dirty[i];
-		PendingFrame *f;
-		Counters	total;
 		StatsKey	key;
+		HTAB	   *hash;
+		int			max;
+		Size		entrysize;
+		void	   *entry;
 
-		memset(&total, 0, sizeof(total));
-		for (f = e->top; f != NULL; f = f->next)
-			add_counters(&total, &f->c);
-		/* all of it was in rolled-back savepoints: nothing to publish */
-		if (memcmp(&total, &zero_counters, sizeof(Counters)) == 0)
+		e->shared = NULL;
+		if (!e->hot && memcmp(&e->total, &zero_counters, sizeof(Counters)) == 0)
 			continue;
 
 		memset(&key, 0, sizeof(key));
 		key.dbid = MyDatabaseId;
 		memcpy(key.name, e->key.name, sizeof(key.name));
+		hash = kind_hash(e, &max, &entrysize);
+		/*
+		 * In shared mode, what is missing stays missing (its table is full):
+		 * never upgrade here, the entries found so far must stay valid.
+		 */
+		if (mode == LW_EXCLUSIVE)
+			entry = shared_entry(hash, max, entrysize, &key, &mode);
+		else
+			entry = hash_search(hash, &key, HASH_FIND, NULL);
+		if (entry == NULL)
+		{
+			dropped = true;
+			continue;
+		}
+		e->shared = entry;
 
 		if (e->key.kind == PENDING_CONSUMER)
 		{
-			ConsumerEntry *entry;
+			ConsumerEntry *ce = (ConsumerEntry *) entry;
 
-			entry = shared_entry(consumer_hash, ordering_max_consumers,
-								 sizeof(ConsumerEntry), &key, &mode);
-			if (entry == NULL)
-				dropped = true;
-			else
-			{
-				SpinLockAcquire(&entry->mutex);
-				add_counters(&entry->c, &total);
-				SpinLockRelease(&entry->mutex);
-			}
+			SpinLockAcquire(&ce->mutex);
+			add_counters(&ce->c, &e->total);
+			SpinLockRelease(&ce->mutex);
 		}
 		else
 		{
-			StreamEntry *entry;
+			StreamEntry *se = (StreamEntry *) entry;
 
-			entry = shared_entry(stream_hash, ordering_max_streams,
-								 sizeof(StreamEntry), &key, &mode);
-			if (entry == NULL)
-				dropped = true;
-			else
-			{
-				SpinLockAcquire(&entry->mutex);
-				entry->assigned += total.events[0];
-				SpinLockRelease(&entry->mutex);
-			}
+			SpinLockAcquire(&se->mutex);
+			se->assigned += e->total.events[0];
+			SpinLockRelease(&se->mutex);
 		}
+
+		if (e->hot && ENTRY_SKETCH(entry) == 0)
+		{
+			if (mode == LW_EXCLUSIVE &&
+				stats_shared->sketches_used < ordering_hot_sketches)
+			{
+				int			s = stats_shared->sketches_used++;
+
+				ordering_sketch_clear(HOT_SKETCH(s), ordering_hot_size);
+				ENTRY_SKETCH(entry) = s + 1;
+			}
+			else
+				no_sketch = true;
+		}
+	}
+
+	for (i = 0; i < hot_n; i++)
+	{
+		PendingHot *h = &hot_log[i];
+		int			s;
+
+		if (h->owner->shared == NULL)
+			continue;
+		s = ENTRY_SKETCH(h->owner->shared) - 1;
+		if (s < 0)
+			continue;
+		SpinLockAcquire(&hot_locks[s]);
+		ordering_sketch_add(HOT_SKETCH(s), h->hash, h->id, h->n);
+		SpinLockRelease(&hot_locks[s]);
 	}
 	LWLockRelease(stats_shared->lock);
 	pending_discard();
@@ -479,6 +790,43 @@ pending_publish(void)
 				(errmsg("ordering statistics are full, counts of new consumers or streams are lost"),
 				 errhint("Raise ordering.max_consumers or ordering.max_streams, or call ordering.stats_reset().")));
 	}
+	if (no_sketch && !warned_sketches)
+	{
+		warned_sketches = true;
+		ereport(WARNING,
+				(errmsg("ordering hot-resource sketches are all in use, hot resources of new consumers or streams are not counted"),
+				 errhint("Raise ordering.hot_resources_sketches, or call ordering.stats_reset().")));
+	}
+}
+
+/*
+ * Hook: a supplied sequence number of a stream was refused (40001).  Counted
+ * into shared memory at once, as the transaction is about to roll back
+ * (file header).  Never raises: a full table drops the count, like commits.
+ */
+void
+ordering_stats_sequence_conflict(const char *stream)
+{
+	LWLockMode	mode = LW_SHARED;
+	StatsKey	key;
+	StreamEntry *entry;
+
+	if (stats_shared == NULL)
+		return;
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	copy_name(key.name, stream);
+
+	LWLockAcquire(stats_shared->lock, mode);
+	entry = shared_entry(stream_hash, ordering_max_streams, sizeof(StreamEntry),
+						 &key, &mode);
+	if (entry != NULL)
+	{
+		SpinLockAcquire(&entry->mutex);
+		entry->conflicts++;
+		SpinLockRelease(&entry->mutex);
+	}
+	LWLockRelease(stats_shared->lock);
 }
 
 /*
@@ -522,6 +870,14 @@ stats_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 	/* still the level of the subtransaction that ends */
 	level = GetCurrentTransactionNestLevel();
+
+	/* its hot-log entries are the tail of the log (file header) */
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		while (hot_n > 0 && hot_log[hot_n - 1].level >= level)
+			hot_n--;
+	else
+		for (i = hot_n - 1; i >= 0 && hot_log[i].level >= level; i--)
+			hot_log[i].level = level - 1;
 	for (i = 0; i < pending_ndirty; i++)
 	{
 		PendingEntry *e = pending_dirty[i];
@@ -581,8 +937,19 @@ check_preloaded(void)
 }
 
 /*
- * ordering.consumer_counters(): the counters of the consumers of the current
- * database, one row each, buckets not cumulative.
+ * Columns of ordering.consumer_statistics(): the name, the events up to
+ * GAP_ESCALATED, the buckets, their sum, then the events added in 1.1.
+ * ordering.consumer_counters() (1.0) is the same function with the first
+ * CONSUMER_COLUMNS_1_0 of them.
+ */
+#define CONSUMER_COLUMNS_1_0	(ORDERING_EVENT_GAP_ESCALATED + 4)
+#define CONSUMER_COLUMNS		(ORDERING_NUM_EVENTS + 3)
+
+/*
+ * ordering.consumer_statistics() and ordering.consumer_counters(): the
+ * counters of the consumers of the current database, one row each, buckets
+ * not cumulative.  Fills as many columns as the caller's row type has (the
+ * 1.0 function has fewer), in the order above.
  */
 Datum
 ordering_consumer_counters(PG_FUNCTION_ARGS)
@@ -593,16 +960,21 @@ ordering_consumer_counters(PG_FUNCTION_ARGS)
 
 	check_preloaded();
 	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts < CONSUMER_COLUMNS_1_0 ||
+		rsinfo->setDesc->natts > CONSUMER_COLUMNS)
+		elog(ERROR, "unexpected row type of %d columns for consumer statistics",
+			 rsinfo->setDesc->natts);
 
 	LWLockAcquire(stats_shared->lock, LW_SHARED);
 	hash_seq_init(&hs, consumer_hash);
 	while ((entry = hash_seq_search(&hs)) != NULL)
 	{
-		Datum		values[ORDERING_NUM_EVENTS + 3];
-		bool		nulls[ORDERING_NUM_EVENTS + 3] = {0};
+		Datum		values[CONSUMER_COLUMNS];
+		bool		nulls[CONSUMER_COLUMNS] = {0};
 		Datum		buckets[ORDERING_NUM_BUCKETS];
 		Counters	c;
 		int			i;
+		int			col;
 
 		if (entry->key.dbid != MyDatabaseId)
 			continue;
@@ -610,16 +982,20 @@ ordering_consumer_counters(PG_FUNCTION_ARGS)
 		c = entry->c;
 		SpinLockRelease(&entry->mutex);
 
-		values[0] = CStringGetTextDatum(entry->key.name);
-		for (i = 0; i < ORDERING_NUM_EVENTS; i++)
-			values[i + 1] = Int64GetDatum(c.events[i]);
+		col = 0;
+		values[col++] = CStringGetTextDatum(entry->key.name);
+		for (i = 0; i <= ORDERING_EVENT_GAP_ESCALATED; i++)
+			values[col++] = Int64GetDatum(c.events[i]);
 		for (i = 0; i < ORDERING_NUM_BUCKETS; i++)
 			buckets[i] = Int64GetDatum(c.buckets[i]);
-		values[ORDERING_NUM_EVENTS + 1] =
+		values[col++] =
 			PointerGetDatum(construct_array(buckets, ORDERING_NUM_BUCKETS,
 											INT8OID, sizeof(int64),
 											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		values[ORDERING_NUM_EVENTS + 2] = Int64GetDatum(c.distance_sum);
+		values[col++] = Int64GetDatum(c.distance_sum);
+		for (i = ORDERING_EVENT_GAP_ESCALATED + 1; i < ORDERING_NUM_EVENTS; i++)
+			values[col++] = Int64GetDatum(c.events[i]);
+		Assert(col == CONSUMER_COLUMNS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	LWLockRelease(stats_shared->lock);
@@ -627,8 +1003,9 @@ ordering_consumer_counters(PG_FUNCTION_ARGS)
 }
 
 /*
- * ordering.stream_counters(): sequence numbers assigned per stream of the
- * current database.
+ * ordering.stream_statistics() and ordering.stream_counters(): sequence
+ * numbers assigned (and, from 1.1, supplied numbers refused) per stream of
+ * the current database.  Fills as many columns as the caller's row type has.
  */
 Datum
 ordering_stream_counters(PG_FUNCTION_ARGS)
@@ -639,23 +1016,29 @@ ordering_stream_counters(PG_FUNCTION_ARGS)
 
 	check_preloaded();
 	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts < 2 || rsinfo->setDesc->natts > 3)
+		elog(ERROR, "unexpected row type of %d columns for stream statistics",
+			 rsinfo->setDesc->natts);
 
 	LWLockAcquire(stats_shared->lock, LW_SHARED);
 	hash_seq_init(&hs, stream_hash);
 	while ((entry = hash_seq_search(&hs)) != NULL)
 	{
-		Datum		values[2];
-		bool		nulls[2] = {0};
+		Datum		values[3];
+		bool		nulls[3] = {0};
 		int64		assigned;
+		int64		conflicts;
 
 		if (entry->key.dbid != MyDatabaseId)
 			continue;
 		SpinLockAcquire(&entry->mutex);
 		assigned = entry->assigned;
+		conflicts = entry->conflicts;
 		SpinLockRelease(&entry->mutex);
 
 		values[0] = CStringGetTextDatum(entry->key.name);
 		values[1] = Int64GetDatum(assigned);
+		values[2] = Int64GetDatum(conflicts);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	LWLockRelease(stats_shared->lock);
@@ -695,6 +1078,85 @@ ordering_stats_reset(PG_FUNCTION_ARGS)
 	while ((key = hash_seq_search(&hs)) != NULL)
 		hash_search(stream_hash, key, HASH_REMOVE, NULL);
 	stats_shared->stats_reset = GetCurrentTimestamp();
+	/* the entries that held the sketches are gone */
+	stats_shared->sketches_used = 0;
 	LWLockRelease(stats_shared->lock);
 	PG_RETURN_VOID();
+}
+
+/*
+ * ordering.hot_resources(kind text, name text, n integer)
+ * returns table (resource_id text, events bigint, max_error bigint)
+ *
+ * The n busiest resources of a stream or consumer of the current database
+ * from its sketch, busiest first: "events" overcounts by at most max_error,
+ * which is at most the events of that stream or consumer since the last
+ * reset divided by ordering.hot_resources_size (sketch.h).  Nothing for a
+ * name without a sketch.
+ */
+Datum
+ordering_hot_resources(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *kind;
+	HTAB	   *hash = NULL;
+	int32		n;
+	StatsKey	key;
+	void	   *entry;
+	Sketch	   *copy = NULL;
+	int			used;
+
+	check_preloaded();
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null",
+						PG_ARGISNULL(0) ? "kind" : PG_ARGISNULL(1) ? "name" : "n")));
+	kind = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (strcmp(kind, "stream") == 0)
+		hash = stream_hash;
+	else if (strcmp(kind, "consumer") == 0)
+		hash = consumer_hash;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("kind must be \"stream\" or \"consumer\", not \"%s\"", kind)));
+	n = PG_GETARG_INT32(2);
+	if (n < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("n must not be negative, got %d", n)));
+	InitMaterializedSRF(fcinfo, 0);
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	copy_name(key.name, text_to_cstring(PG_GETARG_TEXT_PP(1)));
+
+	LWLockAcquire(stats_shared->lock, LW_SHARED);
+	entry = hash_search(hash, &key, HASH_FIND, NULL);
+	if (entry != NULL && ENTRY_SKETCH(entry) != 0)
+	{
+		int			s = ENTRY_SKETCH(entry) - 1;
+
+		copy = palloc(hot_stride);
+		SpinLockAcquire(&hot_locks[s]);
+		memcpy(copy, HOT_SKETCH(s), SKETCH_BYTES(ordering_hot_size));
+		SpinLockRelease(&hot_locks[s]);
+	}
+	LWLockRelease(stats_shared->lock);
+	if (copy == NULL)
+		return (Datum) 0;
+
+	used = ordering_sketch_sort(copy);
+	for (int i = 0; i < Min(used, n); i++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {0};
+
+		values[0] = CStringGetTextDatum(copy->counters[i].id);
+		values[1] = Int64GetDatum(copy->counters[i].count);
+		values[2] = Int64GetDatum(copy->counters[i].error);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

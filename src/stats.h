@@ -36,6 +36,45 @@
  *	of a row fires no UPDATE trigger and is not counted.
  * Errors count nothing: every count is made after the decision, and pending
  * counts of aborted work are never published.
+ *
+ * Dead letters and skipped events (1.1):
+ * deliver(c, r, seq, payload, handler, on_error => 'dead_letter'), when the
+ *	handler fails on the k-th of the events handed to it (k >= 1; the
+ *	delivered one is the first, the k - 1 others were parked): CONSUMED 1
+ *	as always, APPLIED k - 1 for those that ran, DRAINED k - 1 for the
+ *	parked ones handed out, DEAD_LETTERED 1.  A delivered event that fails
+ *	is thus CONSUMED and DEAD_LETTERED; a parked one that fails while
+ *	draining was PARKED when it arrived and is now DRAINED (it left
+ *	ordering.parked) and DEAD_LETTERED.
+ * dead_letter(c, r, seq, ...), a table-form consumer giving up on the event
+ *	it was handed (its deliver() was rolled back with the failed work):
+ *	CONSUMED 1, DEAD_LETTERED 1.
+ * While a resource is blocked at seq b: a redelivery of b is DUPLICATE 1,
+ *	a later event PARKED 1 with its reorder distance, as early events are.
+ * retry_dead_letter(c, r [, handler]): APPLIED n and DRAINED n for the n
+ *	events handed out (the dead one and the parked run behind it; it was
+ *	set aside, so it drains like a parked one).  If the handler fails on the
+ *	dead event again, nothing is counted (it stays dead, attempts + 1).
+ * discard_dead_letter(c, r): SKIPPED 1 for the dead event, then APPLIED n
+ *	and DRAINED n for what drains behind it.
+ * skip_gap(c, r): SKIPPED m for the m missing events it gives up on
+ *	(lowest parked seq - position - 1), then APPLIED n and DRAINED n.
+ *	So, over any interval in which no counts were lost:
+ *	CONSUMED + DRAINED = APPLIED + STALE + DUPLICATE + PARKED + DEAD_LETTERED
+ *	(without dead letters this is the identity above).  SKIPPED counts
+ *	events that were never consumed (or were dead-lettered already) and is
+ *	not part of it.
+ *
+ * Hot resources: ordering_stats_hot_resource() offers events of one resource
+ * to the heavy-hitters sketch of a stream ('s') or consumer ('c'), counted at
+ * commit like the counters.  The producer offers every sequence number it
+ * assigns (with ordering_stats_sequence_assigned()), the consumer functions
+ * every CONSUMED event (n = 1 per event handed in).
+ *
+ * Sequence conflicts: ordering_stats_sequence_conflict() counts a supplied
+ * sequence number refused with SQLSTATE 40001.  The refusing transaction
+ * rolls back, so this one count is published at once, into shared memory,
+ * not at commit: it survives the abort (and a rolled-back savepoint).
  */
 
 typedef enum OrderingEvent
@@ -47,6 +86,8 @@ typedef enum OrderingEvent
 	ORDERING_EVENT_PARKED,		/* early: parked */
 	ORDERING_EVENT_DRAINED,		/* parked earlier, applied now */
 	ORDERING_EVENT_GAP_ESCALATED,	/* a gap passed the deadline */
+	ORDERING_EVENT_DEAD_LETTERED,	/* became the dead letter of its resource */
+	ORDERING_EVENT_SKIPPED,		/* given up by skip_gap or discard_dead_letter */
 	ORDERING_NUM_EVENTS
 } OrderingEvent;
 
@@ -75,5 +116,27 @@ extern void ordering_stats_reorder_distance(const char *consumer, int64 distance
 
 /* Count one sequence number assigned in a stream. */
 extern void ordering_stats_sequence_assigned(const char *stream);
+
+/*
+ * Count a supplied sequence number of a stream refused with SQLSTATE 40001;
+ * published at once (see above).  Never raises; takes the statistics LWLock
+ * briefly, so call it with none of our LWLocks or spinlocks held (it is
+ * meant for the moment before the error is raised).
+ */
+extern void ordering_stats_sequence_conflict(const char *stream);
+
+/*
+ * Resource ids are kept in the hot-resources sketches up to this many bytes
+ * (including the terminating zero), cut at a character boundary; resources
+ * are told apart by a 64-bit hash of the whole id.
+ */
+#define ORDERING_HOT_ID_LEN			64
+
+/*
+ * Offer n events of a resource to the hot-resources sketch of a stream
+ * (kind 's') or consumer (kind 'c'); counted at commit.
+ */
+extern void ordering_stats_hot_resource(char kind, const char *name,
+										const char *resource, int64 n);
 
 #endif							/* ORDERING_STATS_H */

@@ -27,7 +27,11 @@ $node->safe_psql('postgres', q{
 	VALUES ('billing', 'acct-1', 4, '{}', now() - interval '1 h'),
 	       ('billing', 'acct-2', 9, '{}', now() - interval '1 h');
 	SELECT count(*) FROM ordering.sweep_gaps();
+	INSERT INTO ordering.dead_letter_events (consumer, resource_id, seq, payload, message)
+	VALUES ('billing', 'acct-3', 1, '{}', 'poison');
+	UPDATE ordering.outbox SET created_at = now() - interval '1 h';
 });
+$node->psql('postgres', q{SELECT ordering.emit('acct-1', 'e', '{}', expected_seq => 9)});
 
 my $queries = "$ENV{TESTDIR}/monitoring/queries.yaml";
 ok(-f $queries, 'the custom queries file is in the repository');
@@ -77,6 +81,25 @@ like($body,
 foreach my $name (qw(ordering_events_consumed_total ordering_events_applied_total
 	ordering_events_stale_total ordering_events_duplicate_total
 	ordering_events_parked_total ordering_events_drained_total))
+{
+	like($body, qr/^# TYPE $name counter$/m, "$name is a counter");
+}
+like($body,
+	qr/^ordering_dead_letters_current\{consumer="billing",datname="postgres"[^}]*\} 1$/m,
+	'one dead letter');
+like($body,
+	qr/^ordering_oldest_gap_age_seconds\{consumer="billing",datname="postgres"[^}]*\} 36\d\d(\.\d+)?$/m,
+	'the oldest gap is an hour old');
+like($body,
+	qr/^ordering_sequence_conflicts_total\{datname="postgres",[^}]*stream="ordering.outbox"\} 1$/m,
+	'the refused number is counted');
+like($body,
+	qr/^ordering_outbox_oldest_unpublished_age_seconds\{datname="postgres"[^}]*\} 36\d\d(\.\d+)?$/m,
+	'the relay lag is an hour');
+like($body,
+	qr/^ordering_stream_hot_resource_events_total\{datname="postgres",[^}]*resource="acct-1",[^}]*stream="ordering.outbox"\} 2$/m,
+	'the hot resource of the stream');
+foreach my $name (qw(ordering_events_dead_lettered_total ordering_events_skipped_total))
 {
 	like($body, qr/^# TYPE $name counter$/m, "$name is a counter");
 }
