@@ -371,6 +371,74 @@ COMMENT ON FUNCTION ordering.post_restore() IS
 REVOKE EXECUTE ON FUNCTION ordering.post_restore() FROM PUBLIC;
 
 -------------------------------------------------------------------------------
+-- Dead letters: the functions (see src/dead_letters.c)
+-------------------------------------------------------------------------------
+
+CREATE FUNCTION ordering.deliver(consumer text, resource_id text, seq bigint, payload jsonb,
+                                 handler regprocedure, on_error text)
+    RETURNS integer
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_deliver_handler';
+COMMENT ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure, text) IS
+    'Step consumers: like deliver(..., handler); with on_error => ''dead_letter'' a handler that fails (but for transient errors) makes its event the dead letter of the resource, blocking only that resource, and the call returns normally';
+REVOKE EXECUTE ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure, text) FROM PUBLIC;
+
+CREATE FUNCTION ordering.dead_letter(consumer text, resource_id text, seq bigint,
+                                     payload jsonb, reason text)
+    RETURNS void
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_dead_letter';
+COMMENT ON FUNCTION ordering.dead_letter(text, text, bigint, jsonb, text) IS
+    'For table-form consumers that gave up on an event: records it as the dead letter of its resource (the reason as its message); later events wait behind it';
+REVOKE EXECUTE ON FUNCTION ordering.dead_letter(text, text, bigint, jsonb, text) FROM PUBLIC;
+
+CREATE FUNCTION ordering.retry_dead_letter(consumer text, resource_id text)
+    RETURNS TABLE (seq bigint, payload jsonb)
+    LANGUAGE c VOLATILE ROWS 1 AS 'MODULE_PATHNAME', 'ordering_retry_dead_letter';
+COMMENT ON FUNCTION ordering.retry_dead_letter(text, text) IS
+    'Lifts the block of a resource: returns its dead event followed by every event that then drains, to apply in the same transaction (a rollback restores the block)';
+REVOKE EXECUTE ON FUNCTION ordering.retry_dead_letter(text, text) FROM PUBLIC;
+
+CREATE FUNCTION ordering.retry_dead_letter(consumer text, resource_id text,
+                                           handler regprocedure)
+    RETURNS integer
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_retry_dead_letter_handler';
+COMMENT ON FUNCTION ordering.retry_dead_letter(text, text, regprocedure) IS
+    'Lifts the block of a resource through a handler: if the dead event fails again it stays dead (attempts + 1) and 0 is returned; else how many events ran';
+REVOKE EXECUTE ON FUNCTION ordering.retry_dead_letter(text, text, regprocedure) FROM PUBLIC;
+
+CREATE FUNCTION ordering.discard_dead_letter(consumer text, resource_id text)
+    RETURNS TABLE (seq bigint, payload jsonb)
+    LANGUAGE c VOLATILE ROWS 1 AS 'MODULE_PATHNAME', 'ordering_discard_dead_letter';
+COMMENT ON FUNCTION ordering.discard_dead_letter(text, text) IS
+    'Operator action: gives up on the dead event of a resource; the position moves past it and the events that then drain are returned';
+REVOKE EXECUTE ON FUNCTION ordering.discard_dead_letter(text, text) FROM PUBLIC;
+
+-- A blocked resource is not a gap: no republish is asked for it.
+CREATE OR REPLACE VIEW ordering.open_gaps AS
+SELECT d.consumer,
+       d.resource_id,
+       COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1 AS missing_from,
+       agg.lowest OPERATOR(pg_catalog.-) 1 AS missing_to,
+       agg.parked_count,
+       agg.first_parked_at
+  FROM (SELECT DISTINCT p.consumer, p.resource_id
+          FROM ordering.parked p
+         WHERE p.parked_at OPERATOR(pg_catalog.<)
+               (pg_catalog.now() OPERATOR(pg_catalog.-) ordering.gap_deadline())) d
+ CROSS JOIN LATERAL (
+       SELECT pg_catalog.min(p.seq) AS lowest,
+              pg_catalog.count(*) AS parked_count,
+              pg_catalog.min(p.parked_at) AS first_parked_at
+         FROM ordering.parked p
+        WHERE p.consumer OPERATOR(pg_catalog.=) d.consumer
+          AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id) agg
+  LEFT JOIN ordering.positions pos
+    ON pos.consumer OPERATOR(pg_catalog.=) d.consumer
+   AND pos.resource_id OPERATOR(pg_catalog.=) d.resource_id
+ WHERE agg.lowest OPERATOR(pg_catalog.>)
+       (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
+   AND pos.blocked_at IS NULL;
+
+-------------------------------------------------------------------------------
 -- Privileges: the grant_* sets with the 1.1 objects
 -------------------------------------------------------------------------------
 
@@ -396,6 +464,44 @@ BEGIN
         'SELECT, INSERT, UPDATE ON ordering.attachments');
 END
 $$;
+
+CREATE OR REPLACE FUNCTION ordering.grant_consumer(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.apply_if_newer(text, text, bigint), '
+        'ordering.deliver(text, text, bigint, jsonb), '
+        'ordering.deliver(text, text, bigint, jsonb, regprocedure), '
+        'ordering.deliver(text, text, bigint, jsonb, regprocedure, text), '
+        'ordering.dead_letter(text, text, bigint, jsonb, text), '
+        'ordering.position(text, text), ordering.newer_only()',
+        'SELECT ON ordering.positions, ordering.gap_requests, ordering.parked, '
+        'ordering.dead_letter_events, ordering.dead_letters');
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_consumer(regrole) IS
+    'Grants what a consumer needs: apply_if_newer, deliver (all forms), dead_letter, position, the newer_only trigger, and read access to its state';
+
+CREATE OR REPLACE FUNCTION ordering.grant_operator(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_consumer(role);
+    PERFORM ordering.grant_monitor(role);
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.skip_gap(text, text), '
+        'ordering.retry_dead_letter(text, text), '
+        'ordering.retry_dead_letter(text, text, regprocedure), '
+        'ordering.discard_dead_letter(text, text), '
+        'ordering.sweep_gaps(), ordering.stats_reset()',
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.gap_requests');
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_operator(regrole) IS
+    'Grants what an operator (and the gap-sweeper role) needs: the consumer and monitoring sets plus skip_gap, retry_dead_letter, discard_dead_letter, sweep_gaps and stats_reset';
 
 -------------------------------------------------------------------------------
 -- Observability (issue 16)

@@ -11,6 +11,7 @@
 
 #include "access/genam.h"
 #include "access/heapam.h"
+#include "utils/acl.h"
 #include "utils/relcache.h"
 
 /* The primary key of a relation (18 added a "deferrable_ok" argument) */
@@ -59,5 +60,9 @@ ordering_overwrite_in_place(Relation rel, HeapTuple newtup)
 {
 	heap_inplace_update(rel, newtup);
 }
+
+/* May the role execute the function? (object_aclcheck() since 16) */
+#define ordering_proc_aclcheck(funcid, roleid, mode) \
+	pg_proc_aclcheck(funcid, roleid, mode)
 
 #endif							/* ORDERING_COMPAT_H */

@@ -8,7 +8,8 @@
  * (consumer, resource_id, position, blocked_at), read and written through
  * the storage layer (owned_rows.c has the locking and isolation rules).
  * Step events that arrive ahead of a missing predecessor wait in
- * ordering.parked (parked.c).
+ * ordering.parked (parked.c); an event whose handler failed waits in
+ * ordering.dead_letter_events and blocks its key (dead_letters.c).
  *
  * The position row serializes its key.  Every call that changes anything of
  * a (consumer, resource) -- its position, its parked events, its block --
@@ -27,12 +28,15 @@
  *
  * Step events: deliver() decides from the position, the block and the
  * parked events, read with the same decision snapshot:
- *	- seq <= position, or seq = blocked_at, or seq parked already: a
- *	  duplicate or stale event, nothing changes;
+ *	- seq <= position, or seq = blocked_at (the dead letter's seq), or seq
+ *	  parked already: a duplicate or stale event, nothing changes;
  *	- seq = position + 1: it applies, with the parked run it continues; the
  *	  position moves to the run's end and the run's rows are removed;
  *	- seq > position + 1: it parks (unless the parking cap is reached:
- *	  SQLSTATE 54000, nothing stored).
+ *	  SQLSTATE 54000, nothing stored); behind a dead letter too.
+ * consumer_finish_run() then runs the handler, if there is one, and
+ * settles what the run changed: drained rows, the gap request, and, when a
+ * handler fails under on_error => 'dead_letter', the new block.
  *
  * Gap requests: a call that moves the position of a key that has parked
  * events (a deliver() that continues the run, a skip_gap()) may close its
@@ -57,21 +61,16 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
-#include "miscadmin.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/regproc.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
+#include "consumer.h"
+#include "decision_log.h"
 #include "ordering.h"
-#include "owned.h"
-#include "parked.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(ordering_apply_if_newer);
@@ -80,53 +79,13 @@ PG_FUNCTION_INFO_V1(ordering_deliver_handler);
 PG_FUNCTION_INFO_V1(ordering_position);
 PG_FUNCTION_INFO_V1(ordering_skip_gap);
 
-/* a resolved handler of deliver(..., handler), cached in fn_extra */
-typedef struct HandlerCache
-{
-	Oid			handler;
-	bool		strict;
-	FmgrInfo	flinfo;
-} HandlerCache;
-
-/* What a deliver() decided */
-typedef enum DeliverPlan
-{
-	PLAN_STALE,
-	PLAN_DUPLICATE,
-	PLAN_APPLY,					/* this event and the run it continues */
-	PLAN_PARK,
-	PLAN_CAP_REACHED,
-	PLAN_SKIP,					/* skip_gap(): past the missing events */
-	PLAN_NOTHING				/* skip_gap(): no gap */
-} DeliverPlan;
-
-/* A decision about one key of ordering.positions, and what it saw */
-typedef struct KeyDecision
-{
-	/* in */
-	const Datum *key;			/* (consumer, resource) */
-	int64		seq;			/* the event delivered */
-	Datum		payload;
-	bool		payload_isnull;
-	OwnedRel   *parked;
-	Snapshot	snapshot;		/* the decision snapshot */
-	/* out */
-	DeliverPlan plan;
-	int64		position;		/* before */
-	int64		end;			/* after, when it moves */
-	bool		had_parked;
-	bool		beyond;			/* events remain parked after the run */
-	int64		parked_now;		/* PLAN_CAP_REACHED: how many are parked */
-	ReadyList  *ready;
-} KeyDecision;
-
 /*
  * Check the (consumer, resource_id [, seq]) arguments common to the
  * consumer functions: NULL is SQLSTATE 22004, a bad value 22023.
  */
-static void
-get_key_args(FunctionCallInfo fcinfo, text **consumer, text **resource,
-			 int64 *seq)
+void
+consumer_key_args(FunctionCallInfo fcinfo, text **consumer, text **resource,
+				  int64 *seq)
 {
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -159,7 +118,6 @@ get_key_args(FunctionCallInfo fcinfo, text **consumer, text **resource,
 	}
 }
 
-
 /*
  * The payload argument, detoasted: it may be returned as it is, and a
  * tuplestore must not keep a pointer to some table's TOAST data.
@@ -172,14 +130,31 @@ payload_arg(FunctionCallInfo fcinfo)
 	return PointerGetDatum(PG_DETOAST_DATUM(PG_GETARG_DATUM(3)));
 }
 
+/*
+ * Set up the tuplestore of the calls that return (seq, payload) rows.  The
+ * executor passes the row type it expects (our OUT parameters) in
+ * expectedDesc: using it saves building the same descriptor from pg_proc at
+ * every call, which get_call_result_type() would.
+ */
+void
+consumer_materialize(FunctionCallInfo fcinfo)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		expected = rsinfo != NULL && IsA(rsinfo, ReturnSetInfo) &&
+		rsinfo->expectedDesc != NULL;
+
+	InitMaterializedSRF(fcinfo, expected ? MAT_SRF_USE_EXPECTED_DESC : 0);
+}
 
 /*
  * Hand the ready events back as the (seq, payload) rows of a set-returning
- * call (deliver() and skip_gap()).
+ * call.
  */
-static void
-ready_return(ReadyList *ready, ReturnSetInfo *rsinfo)
+void
+consumer_return_ready(FunctionCallInfo fcinfo, ReadyList *ready)
 {
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
 	for (int i = 0; i < ready->n; i++)
 	{
 		Datum		values[2];
@@ -191,79 +166,13 @@ ready_return(ReadyList *ready, ReturnSetInfo *rsinfo)
 	}
 }
 
-
-/*
- * Set up the tuplestore of deliver() and skip_gap().  The executor passes
- * the row type it expects (our OUT parameters) in expectedDesc: using it
- * saves building the same descriptor from pg_proc at every call, which
- * get_call_result_type() would.
- */
-static void
-materialize_result(FunctionCallInfo fcinfo)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	bool		expected = rsinfo != NULL && IsA(rsinfo, ReturnSetInfo) &&
-		rsinfo->expectedDesc != NULL;
-
-	InitMaterializedSRF(fcinfo, expected ? MAT_SRF_USE_EXPECTED_DESC : 0);
-}
-
-
-/*
- * Resolve and check a handler of deliver(): a plain function taking
- * (text, bigint, jsonb) that the caller may execute.  Cached in fn_extra.
- */
-static HandlerCache *
-handler_lookup(FunctionCallInfo fcinfo, Oid handler)
-{
-	HandlerCache *hc = (HandlerCache *) fcinfo->flinfo->fn_extra;
-	HeapTuple	proctup;
-	Form_pg_proc proc;
-	AclResult	aclresult;
-	bool		ok;
-
-	if (hc != NULL && hc->handler == handler)
-		return hc;
-
-	proctup = SearchSysCache1(PROCOID, ObjectIdGetDatum(handler));
-	if (!HeapTupleIsValid(proctup))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("handler function with OID %u does not exist", handler)));
-	proc = (Form_pg_proc) GETSTRUCT(proctup);
-	ok = proc->prokind == PROKIND_FUNCTION && !proc->proretset &&
-		proc->pronargs == 3 &&
-		proc->proargtypes.values[0] == TEXTOID &&
-		proc->proargtypes.values[1] == INT8OID &&
-		proc->proargtypes.values[2] == JSONBOID;
-	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("handler %s must be a function taking (text, bigint, jsonb)",
-						format_procedure(handler)),
-				 errhint("Declare it as handler(resource_id text, seq bigint, payload jsonb); it must not return a set.")));
-	aclresult = pg_proc_aclcheck(handler, GetUserId(), ACL_EXECUTE);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_FUNCTION, NameStr(proc->proname));
-
-	if (hc == NULL)
-		hc = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(HandlerCache));
-	hc->handler = InvalidOid;
-	hc->strict = proc->proisstrict;
-	ReleaseSysCache(proctup);
-	fmgr_info_cxt(handler, &hc->flinfo, fcinfo->flinfo->fn_mcxt);
-	hc->handler = handler;
-	fcinfo->flinfo->fn_extra = hc;
-	return hc;
-}
-
 /*
  * The position and the block of a position row as found (0 and 0 for a row
- * that does not exist yet); a new row starts at position 0, unblocked.
+ * that does not exist yet: it starts at position 0, unblocked).
  */
-static void
-read_position(const OwnedRow *row, Datum *values, bool *nulls,
-			  int64 *position, int64 *blocked_at)
+void
+consumer_read_position(const OwnedRow *row, Datum *values, bool *nulls,
+					   KeyDecision *kd)
 {
 	if (!row->found)
 	{
@@ -271,9 +180,22 @@ read_position(const OwnedRow *row, Datum *values, bool *nulls,
 		nulls[POSITIONS_POSITION - 1] = false;
 		nulls[POSITIONS_BLOCKED_AT - 1] = true;
 	}
-	*position = DatumGetInt64(values[POSITIONS_POSITION - 1]);
-	*blocked_at = nulls[POSITIONS_BLOCKED_AT - 1] ? 0 :
+	kd->position = DatumGetInt64(values[POSITIONS_POSITION - 1]);
+	kd->blocked_at = nulls[POSITIONS_BLOCKED_AT - 1] ? 0 :
 		DatumGetInt64(values[POSITIONS_BLOCKED_AT - 1]);
+	if (kd->ready != NULL)
+		kd->ready->n = 0;
+}
+
+/*
+ * Make a position row say: position, and blocked at blocked_at (0: not).
+ */
+static void
+set_position(Datum *values, bool *nulls, int64 position, int64 blocked_at)
+{
+	values[POSITIONS_POSITION - 1] = Int64GetDatum(position);
+	values[POSITIONS_BLOCKED_AT - 1] = Int64GetDatum(blocked_at);
+	nulls[POSITIONS_BLOCKED_AT - 1] = blocked_at == 0;
 }
 
 /*
@@ -283,9 +205,8 @@ static OwnedVerdict
 decide_newer(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 {
 	KeyDecision *kd = (KeyDecision *) arg;
-	int64		blocked_at;
 
-	read_position(row, values, nulls, &kd->position, &blocked_at);
+	consumer_read_position(row, values, nulls, kd);
 	if (kd->seq <= kd->position)
 		return OWNED_KEEP;
 	values[POSITIONS_POSITION - 1] = Int64GetDatum(kd->seq);
@@ -295,19 +216,17 @@ decide_newer(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 /*
  * OwnedDecide of deliver() (file header).  Reads the parked events with the
  * same snapshot the row was found with; has no side effects but filling
- * kd->ready, which it empties first.
+ * kd->ready.
  */
 static OwnedVerdict
 decide_deliver(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 {
 	KeyDecision *kd = (KeyDecision *) arg;
-	int64		blocked_at;
 	int64		lowest = 0;
 	int64		highest = 0;
 
-	read_position(row, values, nulls, &kd->position, &blocked_at);
-	kd->ready->n = 0;
-	if (kd->seq <= kd->position || kd->seq == blocked_at)
+	consumer_read_position(row, values, nulls, kd);
+	if (kd->seq <= kd->position || kd->seq == kd->blocked_at)
 	{
 		kd->plan = kd->seq < kd->position ? PLAN_STALE : PLAN_DUPLICATE;
 		return OWNED_KEEP;
@@ -368,38 +287,54 @@ static OwnedVerdict
 decide_skip(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 {
 	KeyDecision *kd = (KeyDecision *) arg;
-	int64		blocked_at;
 	int64		lowest;
 
-	read_position(row, values, nulls, &kd->position, &blocked_at);
-	kd->ready->n = 0;
+	consumer_read_position(row, values, nulls, kd);
 	kd->plan = PLAN_NOTHING;
 	kd->had_parked = parked_lowest(kd->parked, kd->key, kd->snapshot, &lowest);
 	if (!kd->had_parked)
 		return OWNED_KEEP;
-	if (blocked_at != 0)
+	if (kd->blocked_at != 0)
 	{
 		/* the dead letter stays: skip only what is missing before it */
-		if (blocked_at - 1 <= kd->position)
+		if (kd->blocked_at - 1 <= kd->position)
 			return OWNED_KEEP;
-		kd->end = blocked_at - 1;
+		kd->end = kd->blocked_at - 1;
+		kd->skipped = kd->end - kd->position;
 		kd->beyond = true;
 	}
 	else
+	{
+		kd->skipped = lowest - kd->position - 1;
 		kd->end = parked_read_run(kd->parked, kd->key, lowest, kd->snapshot,
 								  kd->ready, &kd->beyond);
-	kd->seq = lowest;
-	kd->plan = PLAN_SKIP;
+	}
+	kd->plan = PLAN_APPLY;
 	values[POSITIONS_POSITION - 1] = Int64GetDatum(kd->end);
 	return OWNED_WRITE;
 }
 
 /*
- * Decide for one key of ordering.positions with decide(), which sees the
- * key's parked events through kd->parked, and write what it decided.
+ * OwnedDecide that blocks a key at kd->seq after its handler failed: the
+ * position is just before it (consumer_finish_run).
  */
-static void
-decide_key(OwnedDecide decide, KeyDecision *kd, OwnedRel *positions)
+static OwnedVerdict
+decide_block(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
+{
+	KeyDecision *kd = (KeyDecision *) arg;
+
+	consumer_read_position(row, values, nulls, kd);
+	set_position(values, nulls, kd->seq - 1, kd->seq);
+	return OWNED_WRITE;
+}
+
+/*
+ * Decide for one key of ordering.positions with decide(), which sees the
+ * key's parked events through kd->parked with the decision snapshot, and
+ * write what it decided.
+ */
+void
+consumer_decide(OwnedDecide decide, KeyDecision *kd, OwnedRel *positions)
 {
 	SnapshotData buf;
 	OwnedRow	row;
@@ -409,18 +344,110 @@ decide_key(OwnedDecide decide, KeyDecision *kd, OwnedRel *positions)
 }
 
 /*
- * The decision of deliver(): fills "ready" with the events to apply now, in
- * order, and changes position, parking and gap request accordingly.
+ * The position row of kd->key was written for applying kd->ready (position
+ * kd->end).  Run the handler on the events, if there is one (without, the
+ * caller applies the returned rows itself), and settle the rest:
+ *	- every event ran: the parked rows of the drained events go, and so does
+ *	  the dead letter when retrying (the first event was it);
+ *	- event i failed (dead-lettering): the key is blocked at its seq with
+ *	  the position just before it, the event becomes the key's dead letter
+ *	  (attempts + 1 if it was already), the parked rows of the events before
+ *	  it go (and its own, if it was parked), the events after it stay parked
+ *	  behind it.
+ * Then the key's gap request is settled: the position moved past parked
+ * events, or the key is blocked, which is not a gap.  Returns how many
+ * events ran.
+ */
+int
+consumer_finish_run(KeyDecision *kd, OwnedRel *positions, HandlerCache *hc,
+					bool dead_lettering, bool retrying)
+{
+	ReadyList  *ready = kd->ready;
+	ErrorData  *failure = NULL;
+	text	   *resource = DatumGetTextPP(kd->key[1]);
+	int			ran = ready->n;
+	int			leaving;
+
+	if (hc != NULL)
+		ran = handler_run(hc, resource, ready, dead_lettering, &failure);
+
+	/* the events that leave ordering.parked: those that ran, and a failed one */
+	leaving = failure == NULL ? ready->n : ran + 1;
+	for (int i = 0; i < leaving; i++)
+		if (ItemPointerIsValid(&ready->events[i].tid))
+			owned_delete(kd->parked, &ready->events[i].tid);
+
+	if (failure != NULL)
+	{
+		KeyDecision block = *kd;
+		OwnedRow	row;
+
+		block.seq = ready->events[ran].seq;
+		block.ready = NULL;
+		owned_advance(positions, kd->key, decide_block, &block, &row);
+		if (retrying && ran > 0)
+			dead_letter_remove(kd->key);
+		dead_letter_put(kd->parked, kd->key, &ready->events[ran],
+						unpack_sql_state(failure->sqlerrcode), failure->message,
+						failure->detail);
+		kd->end = block.seq - 1;
+		parked_settle_gap(kd->key, kd->end, true);
+		return ran;
+	}
+	if (retrying)
+		dead_letter_remove(kd->key);
+	if (kd->had_parked)
+		parked_settle_gap(kd->key, kd->end, !kd->beyond);
+	return ran;
+}
+
+/*
+ * Count an event handed to a consumer function, and offer it to the
+ * consumer's hot-resources sketch.
  */
 static void
-deliver_event(text *consumer, text *resource, int64 seq,
-			  Datum payload, bool payload_isnull, ReadyList *ready)
+count_consumed(const char *name, text *resource)
+{
+	ordering_stats_count(name, ORDERING_EVENT_CONSUMED, 1);
+	ordering_stats_hot_resource('c', name, text_to_cstring(resource), 1);
+}
+
+/*
+ * Count what a run that applied events did: "ran" of the "n" events ran;
+ * "first_drained" is the index of the first one that came from
+ * ordering.parked (or from the dead letters); a run that stopped at a dead
+ * letter counts it (stats.h has the identities).
+ */
+static void
+count_run(const char *name, int n, int ran, int first_drained)
+{
+	bool		failed = ran < n;
+	int			left = failed ? ran + 1 : n;	/* events handed out */
+
+	ordering_stats_count(name, ORDERING_EVENT_APPLIED, ran);
+	if (left > first_drained)
+		ordering_stats_count(name, ORDERING_EVENT_DRAINED, left - first_drained);
+	if (failed)
+		ordering_stats_count(name, ORDERING_EVENT_DEAD_LETTERED, 1);
+}
+
+/*
+ * The decision of deliver() and what follows it: applies, parks or ignores
+ * the event, runs the handler (hc, or NULL for the table form) and counts.
+ * Returns how many events are ready (or, with a handler, ran); "ready" holds
+ * them.
+ */
+static int
+deliver_event(text *consumer, text *resource, int64 seq, Datum payload,
+			  bool payload_isnull, ReadyList *ready, HandlerCache *hc,
+			  bool dead_lettering)
 {
 	char	   *name = text_to_cstring(consumer);
 	Datum		key[2] = {PointerGetDatum(consumer), PointerGetDatum(resource)};
 	OwnedRel	positions;
 	OwnedRel	parked;
 	KeyDecision kd = {0};
+	int			ran = 0;
 
 	kd.key = key;
 	kd.seq = seq;
@@ -430,15 +457,17 @@ deliver_event(text *consumer, text *resource, int64 seq,
 	kd.ready = ready;
 	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
 	owned_open(OWNED_PARKED, RowExclusiveLock, &parked);
-	decide_key(decide_deliver, &kd, &positions);
+	consumer_decide(decide_deliver, &kd, &positions);
 
 	switch (kd.plan)
 	{
 		case PLAN_STALE:
 		case PLAN_DUPLICATE:
-			ordering_stats_count(name, ORDERING_EVENT_CONSUMED, 1);
 			ordering_stats_count(name, kd.plan == PLAN_STALE ?
 								 ORDERING_EVENT_STALE : ORDERING_EVENT_DUPLICATE, 1);
+			ordering_log_decision(name, resource, kd.position + 1, seq,
+								  kd.plan == PLAN_STALE ? ORDERING_DECISION_STALE :
+								  ORDERING_DECISION_DUPLICATE, 0);
 			break;
 		case PLAN_CAP_REACHED:
 			ereport(ERROR,
@@ -451,25 +480,29 @@ deliver_event(text *consumer, text *resource, int64 seq,
 			break;
 		case PLAN_PARK:
 			parked_insert(&parked, key, seq, payload, payload_isnull);
-			ordering_stats_count(name, ORDERING_EVENT_CONSUMED, 1);
 			ordering_stats_count(name, ORDERING_EVENT_PARKED, 1);
 			ordering_stats_reorder_distance(name, seq - kd.position);
+			ordering_log_decision(name, resource, kd.position + 1, seq,
+								  ORDERING_DECISION_PARKED, 0);
 			break;
 		case PLAN_APPLY:
-			parked_remove(&parked, ready, 1);
-			/* with events parked the gap may close; without, no gap is open */
-			if (kd.had_parked)
-				parked_settle_gap(key, kd.end, !kd.beyond);
-			ordering_stats_count(name, ORDERING_EVENT_CONSUMED, 1);
-			ordering_stats_count(name, ORDERING_EVENT_APPLIED, ready->n);
-			if (ready->n > 1)
-				ordering_stats_count(name, ORDERING_EVENT_DRAINED, ready->n - 1);
+			ran = consumer_finish_run(&kd, &positions, hc, dead_lettering, false);
+			count_run(name, ready->n, ran, 1);
+			ordering_log_decision(name, resource, kd.position + 1, seq,
+								  ran > 0 || ready->n == 0 ? ORDERING_DECISION_APPLIED :
+								  ORDERING_DECISION_DEAD_LETTERED, Max(ran - 1, 0));
+			if (ran > 0 && ran < ready->n)
+				ordering_log_decision(name, resource, ready->events[ran].seq,
+									  ready->events[ran].seq,
+									  ORDERING_DECISION_DEAD_LETTERED, 0);
 			break;
 		default:
 			elog(ERROR, "unexpected deliver plan %d", (int) kd.plan);
 	}
+	count_consumed(name, resource);
 	owned_close(&parked);
 	owned_close(&positions);
+	return ran;
 }
 
 /*
@@ -488,28 +521,30 @@ ordering_apply_if_newer(PG_FUNCTION_ARGS)
 	KeyDecision kd = {0};
 	OwnedRel	positions;
 	OwnedRow	row;
-	SnapshotData buf;
 	char	   *name;
 	bool		applied;
 
-	get_key_args(fcinfo, &consumer, &resource, &kd.seq);
+	consumer_key_args(fcinfo, &consumer, &resource, &kd.seq);
 	owned_prevent_write("ordering.apply_if_newer()");
 	key[0] = PointerGetDatum(consumer);
 	key[1] = PointerGetDatum(resource);
 	kd.key = key;
-	kd.snapshot = owned_decision_snapshot(&buf);
 	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
 	owned_advance(&positions, key, decide_newer, &kd, &row);
 	owned_close(&positions);
 	applied = kd.position < kd.seq;
 
 	name = text_to_cstring(consumer);
-	ordering_stats_count(name, ORDERING_EVENT_CONSUMED, 1);
+	count_consumed(name, resource);
 	if (applied)
 		ordering_stats_count(name, ORDERING_EVENT_APPLIED, 1);
 	else
 		ordering_stats_count(name, kd.position == kd.seq ?
 							 ORDERING_EVENT_DUPLICATE : ORDERING_EVENT_STALE, 1);
+	ordering_log_decision(name, resource, kd.position + 1, kd.seq,
+						  applied ? ORDERING_DECISION_APPLIED :
+						  kd.position == kd.seq ? ORDERING_DECISION_DUPLICATE :
+						  ORDERING_DECISION_STALE, 0);
 	PG_RETURN_BOOL(applied);
 }
 
@@ -520,28 +555,29 @@ ordering_apply_if_newer(PG_FUNCTION_ARGS)
 Datum
 ordering_deliver(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	text	   *consumer;
 	text	   *resource;
 	int64		seq;
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
 
-	get_key_args(fcinfo, &consumer, &resource, &seq);
+	consumer_key_args(fcinfo, &consumer, &resource, &seq);
 	owned_prevent_write("ordering.deliver()");
-	materialize_result(fcinfo);
-	deliver_event(consumer, resource, seq, payload_arg(fcinfo), PG_ARGISNULL(3),
-				  &ready);
-
-	ready_return(&ready, rsinfo);
+	consumer_materialize(fcinfo);
+	(void) deliver_event(consumer, resource, seq, payload_arg(fcinfo),
+						 PG_ARGISNULL(3), &ready, NULL, false);
+	consumer_return_ready(fcinfo, &ready);
 	return (Datum) 0;
 }
 
 /*
  * ordering.deliver(consumer text, resource_id text, seq bigint,
- *					payload jsonb, handler regprocedure) returns integer
+ *					payload jsonb, handler regprocedure
+ *					[, on_error text]) returns integer
  *
  * The same decision as deliver(); calls the handler for each ready event in
- * order and returns how many ran.
+ * order and returns how many ran.  With on_error => 'dead_letter' a handler
+ * that fails makes its event the dead letter of the resource (handlers.c,
+ * dead_letters.c) and the call returns normally.
  */
 Datum
 ordering_deliver_handler(PG_FUNCTION_ARGS)
@@ -550,38 +586,15 @@ ordering_deliver_handler(PG_FUNCTION_ARGS)
 	text	   *resource;
 	int64		seq;
 	HandlerCache *hc;
+	bool		dead_lettering;
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
 
-	get_key_args(fcinfo, &consumer, &resource, &seq);
-	if (PG_ARGISNULL(4))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("handler must not be null")));
+	consumer_key_args(fcinfo, &consumer, &resource, &seq);
+	hc = handler_lookup(fcinfo, 4);
+	dead_lettering = handler_dead_lettering(fcinfo, 5);
 	owned_prevent_write("ordering.deliver()");
-	hc = handler_lookup(fcinfo, PG_GETARG_OID(4));
-	deliver_event(consumer, resource, seq, payload_arg(fcinfo), PG_ARGISNULL(3),
-				  &ready);
-
-	for (int i = 0; i < ready.n; i++)
-	{
-		LOCAL_FCINFO(hcinfo, 3);
-
-		if (hc->strict && ready.events[i].isnull)
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("strict handler %s cannot take the null payload of event " INT64_FORMAT,
-							format_procedure(hc->handler), ready.events[i].seq)));
-		InitFunctionCallInfoData(*hcinfo, &hc->flinfo, 3,
-								 PG_GET_COLLATION(), NULL, NULL);
-		hcinfo->args[0].value = PointerGetDatum(resource);
-		hcinfo->args[0].isnull = false;
-		hcinfo->args[1].value = Int64GetDatum(ready.events[i].seq);
-		hcinfo->args[1].isnull = false;
-		hcinfo->args[2].value = ready.events[i].payload;
-		hcinfo->args[2].isnull = ready.events[i].isnull;
-		(void) FunctionCallInvoke(hcinfo);
-	}
-	PG_RETURN_INT32(ready.n);
+	PG_RETURN_INT32(deliver_event(consumer, resource, seq, payload_arg(fcinfo),
+								  PG_ARGISNULL(3), &ready, hc, dead_lettering));
 }
 
 /*
@@ -600,7 +613,7 @@ ordering_position(PG_FUNCTION_ARGS)
 	OwnedRow	row;
 	int64		position = 0;
 
-	get_key_args(fcinfo, &consumer, &resource, NULL);
+	consumer_key_args(fcinfo, &consumer, &resource, NULL);
 	key[0] = PointerGetDatum(consumer);
 	key[1] = PointerGetDatum(resource);
 	owned_open(OWNED_POSITIONS, AccessShareLock, &positions);
@@ -622,7 +635,6 @@ ordering_position(PG_FUNCTION_ARGS)
 Datum
 ordering_skip_gap(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	text	   *consumer;
 	text	   *resource;
 	Datum		key[2];
@@ -631,9 +643,9 @@ ordering_skip_gap(PG_FUNCTION_ARGS)
 	KeyDecision kd = {0};
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
 
-	get_key_args(fcinfo, &consumer, &resource, NULL);
+	consumer_key_args(fcinfo, &consumer, &resource, NULL);
 	owned_prevent_write("ordering.skip_gap()");
-	materialize_result(fcinfo);
+	consumer_materialize(fcinfo);
 	key[0] = PointerGetDatum(consumer);
 	key[1] = PointerGetDatum(resource);
 	kd.key = key;
@@ -641,22 +653,20 @@ ordering_skip_gap(PG_FUNCTION_ARGS)
 	kd.ready = &ready;
 	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
 	owned_open(OWNED_PARKED, RowExclusiveLock, &parked);
-	decide_key(decide_skip, &kd, &positions);
-	if (kd.plan == PLAN_SKIP)
+	consumer_decide(decide_skip, &kd, &positions);
+	if (kd.plan == PLAN_APPLY)
 	{
-		parked_remove(&parked, &ready, 0);
-		/* the gap closes: locks ordering.gap_requests, settles the request */
-		parked_settle_gap(key, kd.end, !kd.beyond);
-		if (ready.n > 0)
-		{
-			char	   *name = text_to_cstring(consumer);
+		char	   *name = text_to_cstring(consumer);
 
-			ordering_stats_count(name, ORDERING_EVENT_APPLIED, ready.n);
-			ordering_stats_count(name, ORDERING_EVENT_DRAINED, ready.n);
-		}
+		(void) consumer_finish_run(&kd, &positions, NULL, false, false);
+		ordering_stats_count(name, ORDERING_EVENT_SKIPPED, kd.skipped);
+		count_run(name, ready.n, ready.n, 0);
+		ordering_log_decision(name, resource, kd.position + 1,
+							  kd.position + kd.skipped + 1,
+							  ORDERING_DECISION_SKIPPED, 0);
 	}
 	owned_close(&parked);
 	owned_close(&positions);
-	ready_return(&ready, rsinfo);
+	consumer_return_ready(fcinfo, &ready);
 	return (Datum) 0;
 }

@@ -163,6 +163,7 @@ counter_expect(text *stream, text *resource, int64 seq, bool restore_hint)
 	counter_request(stream, resource, &req);
 	if (!req.overflow && req.result == seq)
 		return;
+	ordering_stats_sequence_conflict(text_to_cstring(stream));
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("expected sequence number " INT64_FORMAT " for resource \"%s\" in stream \"%s\", but the next is " INT64_FORMAT,

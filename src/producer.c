@@ -264,9 +264,16 @@ Datum
 ordering_sequence_stored(PG_FUNCTION_ARGS)
 {
 	text	   *stream = PG_GETARG_TEXT_PP(0);
+	text	   *resource = provisional_stored(stream, PG_GETARG_INT64(1));
 
-	if (provisional_stored(stream, PG_GETARG_INT64(1)))
-		ordering_stats_sequence_assigned(text_to_cstring(stream));
+	if (resource != NULL)
+	{
+		char	   *name = text_to_cstring(stream);
+
+		ordering_stats_sequence_assigned(name);
+		ordering_stats_hot_resource('s', name, text_to_cstring(resource), 1);
+		pfree(resource);
+	}
 	PG_RETURN_BOOL(false);
 }
 
@@ -394,5 +401,7 @@ ordering_next_sequence(PG_FUNCTION_ARGS)
 		refuse_while_restoring("sequence numbers");
 	seq = counter_next(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1));
 	ordering_stats_sequence_assigned(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	ordering_stats_hot_resource('s', text_to_cstring(PG_GETARG_TEXT_PP(0)),
+								text_to_cstring(PG_GETARG_TEXT_PP(1)), 1);
 	PG_RETURN_INT64(seq);
 }

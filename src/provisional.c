@@ -97,10 +97,11 @@ provisional_record(text *stream, text *resource, int64 seq)
 /*
  * The row that got "seq" of "stream" was stored: forget its record (the
  * newest that matches: rows of a nested statement are stored before the
- * outer row that is still being decided).  False if there was none (a row
- * that kept a number it carried: restored, or moved between partitions).
+ * outer row that is still being decided), and return the row's resource.
+ * NULL if there was none (a row that kept a number it carried: restored,
+ * or moved between partitions).
  */
-bool
+text *
 provisional_stored(text *stream, int64 seq)
 {
 	for (int i = list_length(provisionals) - 1; i >= 0; i--)
@@ -109,14 +110,15 @@ provisional_stored(text *stream, int64 seq)
 
 		if (p->seq == seq && ordering_text_equal(p->stream, stream))
 		{
+			text	   *resource = p->resource;
+
 			provisionals = list_delete_nth_cell(provisionals, i);
 			pfree(p->stream);
-			pfree(p->resource);
 			pfree(p);
-			return true;
+			return resource;
 		}
 	}
-	return false;
+	return NULL;
 }
 
 /*

@@ -1,0 +1,94 @@
+/*-------------------------------------------------------------------------
+ *
+ * consumer.h
+ *	  What the files of the consumer side share: consumer.c (the decisions
+ *	  and deliver/apply_if_newer/skip_gap/position), handlers.c (calling
+ *	  the handler of deliver(..., handler)) and dead_letters.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ORDERING_CONSUMER_H
+#define ORDERING_CONSUMER_H
+
+#include "fmgr.h"
+#include "owned.h"
+#include "parked.h"
+
+/* A resolved handler of deliver(..., handler), cached in fn_extra */
+typedef struct HandlerCache
+{
+	Oid			handler;
+	bool		strict;
+	FmgrInfo	flinfo;
+} HandlerCache;
+
+/* What a decision about a key of ordering.positions decided */
+typedef enum KeyPlan
+{
+	PLAN_NOTHING,				/* stale, duplicate, no gap, no dead letter */
+	PLAN_STALE,
+	PLAN_DUPLICATE,
+	PLAN_APPLY,					/* ready events apply now */
+	PLAN_PARK,
+	PLAN_CAP_REACHED,
+	PLAN_BAD_SEQ,				/* dead_letter(): at or below the position */
+	PLAN_BLOCKED_BELOW,			/* dead_letter(): behind another dead letter */
+	PLAN_BLOCK					/* dead_letter(): the block starts */
+} KeyPlan;
+
+/* A decision about one key of ordering.positions, and what it saw */
+typedef struct KeyDecision
+{
+	/* in */
+	const Datum *key;			/* (consumer, resource) */
+	int64		seq;			/* the event handed in, if any */
+	Datum		payload;
+	bool		payload_isnull;
+	OwnedRel   *parked;
+	Snapshot	snapshot;		/* the decision snapshot */
+	/* out */
+	KeyPlan		plan;
+	int64		position;		/* before */
+	int64		blocked_at;		/* before; 0 if not blocked */
+	int64		end;			/* after, when it moves */
+	int64		skipped;		/* events given up */
+	bool		had_parked;
+	bool		beyond;			/* events remain parked after the run */
+	int64		parked_now;		/* PLAN_CAP_REACHED: how many are parked */
+	ReadyList  *ready;
+} KeyDecision;
+
+/* A dead letter as stored */
+typedef struct DeadLetter
+{
+	int64		seq;
+	Datum		payload;
+	bool		isnull;
+} DeadLetter;
+
+/* consumer.c */
+extern void consumer_key_args(FunctionCallInfo fcinfo, text **consumer,
+							  text **resource, int64 *seq);
+extern void consumer_materialize(FunctionCallInfo fcinfo);
+extern void consumer_return_ready(FunctionCallInfo fcinfo, ReadyList *ready);
+extern void consumer_read_position(const OwnedRow *row, Datum *values,
+								   bool *nulls, KeyDecision *kd);
+extern void consumer_decide(OwnedDecide decide, KeyDecision *kd,
+							OwnedRel *positions);
+extern int	consumer_finish_run(KeyDecision *kd, OwnedRel *positions,
+								HandlerCache *hc, bool dead_lettering,
+								bool retrying);
+
+/* handlers.c */
+extern HandlerCache *handler_lookup(FunctionCallInfo fcinfo, int argno);
+extern bool handler_dead_lettering(FunctionCallInfo fcinfo, int argno);
+extern int	handler_run(HandlerCache *hc, text *resource, ReadyList *ready,
+						bool guarded, ErrorData **failure);
+
+/* dead_letters.c */
+extern void dead_letter_put(OwnedRel *parked, const Datum *key,
+							const ReadyEvent *event, const char *sqlstate,
+							const char *message, const char *detail);
+extern void dead_letter_remove(const Datum *key);
+
+#endif							/* ORDERING_CONSUMER_H */
