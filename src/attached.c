@@ -85,8 +85,10 @@ attached_relcache_callback(Datum arg, Oid relid)
 static Oid
 our_function(const char *name)
 {
-	return LookupFuncName(list_make2(makeString("ordering"), makeString((char *) name)),
-						  0, NULL, true);
+	List	   *names = list_make1(makeString("ordering"));
+
+	names = lappend(names, makeString((char *) name));
+	return LookupFuncName(names, 0, NULL, true);
 }
 
 /*

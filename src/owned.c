@@ -93,60 +93,57 @@ typedef struct OwnedColumn
 typedef struct OwnedTableDef
 {
 	const char *relname;		/* in schema "ordering" */
-	int			natts;
-	OwnedColumn cols[OWNED_MAX_NATTS];
-	int			nkeys;			/* the primary key: the first nkeys columns */
-	const char *checks[3];		/* its CHECK constraints, NULL-terminated */
 	const char *triggers[2];	/* the extension's own triggers on it */
+	const char *checks[3];		/* its CHECK constraints, NULL-terminated */
+	OwnedColumn cols[OWNED_MAX_NATTS];
+	int			natts;
+	int			nkeys;			/* the primary key: the first nkeys columns */
 } OwnedTableDef;
 
 static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
 	[OWNED_SEQUENCES] = {
-		"sequences", 3,
-		{{"stream", TEXTOID, true}, {"resource_id", TEXTOID, true},
+		.relname = "sequences", .natts = 3, .nkeys = 2,
+		.cols = {{"stream", TEXTOID, true}, {"resource_id", TEXTOID, true},
 		{"last_seq", INT8OID, true}},
-		2, {"sequences_last_seq_check"}, {"sequences_load"}
+		.checks = {"sequences_last_seq_check"}, .triggers = {"sequences_load"}
 	},
 	[OWNED_POSITIONS] = {
-		"positions", 4,
-		{{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
+		.relname = "positions", .natts = 4, .nkeys = 2,
+		.cols = {{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
 		{"position", INT8OID, true}, {"blocked_at", INT8OID, false}},
-		2, {"positions_position_check"}, {NULL}
+		.checks = {"positions_position_check"}
 	},
 	[OWNED_PARKED] = {
-		"parked", 5,
-		{{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
+		.relname = "parked", .natts = 5, .nkeys = 3,
+		.cols = {{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
 			{"seq", INT8OID, true}, {"payload", JSONBOID, false},
 		{"parked_at", TIMESTAMPTZOID, true}},
-		3, {"parked_seq_check"}, {NULL}
+		.checks = {"parked_seq_check"}
 	},
 	[OWNED_GAP_REQUESTS] = {
-		"gap_requests", 9,
-		{{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
+		.relname = "gap_requests", .natts = 9, .nkeys = 2,
+		.cols = {{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
 			{"missing_from", INT8OID, true}, {"missing_to", INT8OID, true},
 			{"parked_count", INT8OID, true},
 			{"first_parked_at", TIMESTAMPTZOID, true},
 			{"detected_at", TIMESTAMPTZOID, true},
 			{"last_requested_at", TIMESTAMPTZOID, true},
-		{"attempts", INT4OID, true}},
-		2, {NULL}, {NULL}
+		{"attempts", INT4OID, true}}
 	},
 	[OWNED_DEAD_LETTERS] = {
-		"dead_letter_events", 9,
-		{{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
+		.relname = "dead_letter_events", .natts = 9, .nkeys = 2,
+		.cols = {{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
 			{"seq", INT8OID, true}, {"payload", JSONBOID, false},
 			{"sqlstate", TEXTOID, false}, {"message", TEXTOID, false},
 			{"detail", TEXTOID, false}, {"failed_at", TIMESTAMPTZOID, true},
 		{"attempts", INT4OID, true}},
-		2, {"dead_letter_events_seq_check", "dead_letter_events_attempts_check"},
-		{NULL}
+		.checks = {"dead_letter_events_seq_check", "dead_letter_events_attempts_check"}
 	},
 	[OWNED_ATTACHMENTS] = {
-		"attachments", 6,
-		{{"tbl", REGCLASSOID, true}, {"stream", TEXTOID, true},
+		.relname = "attachments", .natts = 6, .nkeys = 1,
+		.cols = {{"tbl", REGCLASSOID, true}, {"stream", TEXTOID, true},
 			{"resource_column", NAMEOID, true}, {"sequence_column", NAMEOID, true},
-		{"attached", BOOLOID, true}, {"attached_at", TIMESTAMPTZOID, true}},
-		1, {NULL}, {NULL}
+		{"attached", BOOLOID, true}, {"attached_at", TIMESTAMPTZOID, true}}
 	},
 };
 

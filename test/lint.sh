@@ -11,17 +11,21 @@ ensure_packages cppcheck clang-tidy postgresql-server-dev-15
 
 server_inc=$("$PG_CONFIG_SYSTEM" --includedir-server)
 cd "$here"
+# the version the Makefile compiles in, from ordering.control
+version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" ordering.control)
 
 cppcheck --enable=warning,performance,portability --std=c99 \
 	--error-exitcode=1 --inline-suppr --quiet \
 	-I "$server_inc" --suppress=missingIncludeSystem \
 	--suppress="*:$server_inc/*" -D__GNUC__ -DUSE_ASSERT_CHECKING \
+	-DORDERING_VERSION="\"$version\"" \
 	src/ bench/probe/
 echo "cppcheck: clean"
 
 # WarningsAsErrors makes clang-tidy exit non-zero on any finding
 if ! out=$(clang-tidy --quiet src/*.c bench/probe/*.c -- -I"$server_inc" \
-	-I"$(dirname "$server_inc")/internal" -D_GNU_SOURCE 2>&1); then
+	-I"$(dirname "$server_inc")/internal" -D_GNU_SOURCE \
+	-DORDERING_VERSION="\"$version\"" 2>&1); then
 	grep -v "warnings generated" <<<"$out"
 	exit 1
 fi
