@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 #
-# The demo: the seed scenario ("Handling Out-of-Order Events with Sequence
-# Numbers"), broken by the transport and fixed by the extension.
+# The demo: the scenario of "Handling Out-of-Order Events with Sequence
+# Numbers", broken by the transport and fixed by the extension.
 #
 #   bash demo/run.sh                       in-process transport, throwaway cluster
 #   bash demo/run.sh --broker              the same over a private RabbitMQ
