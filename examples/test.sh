@@ -289,7 +289,7 @@ run_language() {
 	local producer_pid=$!
 	pids+=("$producer_pid")
 	start_pipeline "$lang" "$(client "$lang" relay)" "$(client "$lang" consumer) $(dsn "c_$lang")"
-	wait "$producer_pid"
+	wait "$producer_pid" || { echo "  FAIL  $lang: the producer failed"; rc=1; }
 	load_truth "$lang"
 	finish_run "$lang" || rc=1
 	transport_report "$lang" || rc=1
@@ -333,7 +333,7 @@ run_dead_letter() {
 	pids+=("$producer_pid")
 	start_pipeline "$run" "$(client "$lang" relay)" \
 		"$(client "$lang" consumer) $(dsn "c_$run") --dead-letter"
-	wait "$producer_pid"
+	wait "$producer_pid" || { echo "  FAIL  $run: the producer failed"; rc=1; }
 	load_truth "$run"
 	poisoned=$(psql_db "c_$run" -c "SELECT string_agg(DISTINCT quote_literal(resource_id), ',')
 	                                  FROM example_truth WHERE payload ? 'poison'")
