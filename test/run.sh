@@ -4,7 +4,8 @@
 #
 #   bash test/run.sh            everything
 #   bash test/run.sh regress    only pg_regress (also: isolation, tap, lint, demo,
-#                               valgrind: regress + isolation under memcheck)
+#                               valgrind: regress + isolation under memcheck,
+#                               examples: the client examples in examples/)
 #
 # Works from any folder on a fresh Debian 12 machine as root: installs what is
 # missing, copies the source tree and a private copy of the PostgreSQL
@@ -19,7 +20,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=test/lib.sh
 . "$here/test/lib.sh"
 
-suites=${*:-lint regress isolation tap valgrind demo}
+suites=${*:-lint regress isolation tap valgrind demo examples}
 
 ensure_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl \
 	prometheus-postgres-exporter \
@@ -36,6 +37,7 @@ for suite in $suites; do
 		valgrind) run=(bash "$here/test/valgrind.sh") ;;
 		regress|isolation|tap) run=(sandbox_make "installcheck-$suite") ;;
 		demo) run=(bash "$here/demo/test.sh") ;;
+		examples) run=(bash "$here/examples/test.sh") ;;
 		*) echo "unknown suite: $suite" >&2; exit 2 ;;
 	esac
 	if "${run[@]}"; then
