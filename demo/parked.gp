@@ -1,5 +1,6 @@
-# Chart of parked events over a demo run (the seed's "healthy parking
-# drains; a stuck gap climbs").  Input: the --samples file of
+# Chart of parked events over a demo run ("healthy parking drains; a
+# stuck gap climbs", as "Handling Out-of-Order Events with Sequence
+# Numbers" puts it).  Input: the --samples file of
 # ordering_demo, columns: seconds parked produced delivered gap_loop_paused.
 #   gnuplot -e "datafile='samples.dat'; outfile='parked.svg'" demo/parked.gp
 # (outfile may end in .png instead)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 #
-# The demo: the seed scenario ("Handling Out-of-Order Events with Sequence
-# Numbers"), broken by the transport and fixed by the extension.
+# The demo: the scenario of "Handling Out-of-Order Events with Sequence
+# Numbers", broken by the transport and fixed by the extension.
 #
 #   bash demo/run.sh                       in-process transport, throwaway cluster
 #   bash demo/run.sh --broker              the same over a private RabbitMQ
@@ -36,7 +36,7 @@ Usage: bash demo/run.sh [OPTION]... [DEMO OPTION]...
   --keep                       keep the sandbox (server stopped) for a look
   -h, --help                   this text, and the demo program's options
 
-Every other option goes to the demo program (demo/ordering_demo.c):
+Every other option goes to the demo program (demo/options.c):
 EOF
 }
 
@@ -89,7 +89,7 @@ cleanup_bin() { rm -rf "$bindir"; }
 trap cleanup_bin EXIT
 gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -pthread \
 	-I"$(pg_config --includedir)" -o "$bindir/ordering_demo" \
-	"$here/demo/ordering_demo.c" -lpq -lrabbitmq
+	"$here"/demo/*.c -lpq -lrabbitmq
 chmod 755 "$bindir"
 if [ "${help:-0}" = 1 ]; then
 	usage

@@ -5,7 +5,8 @@
 #   bash test/run.sh            everything
 #   bash test/run.sh regress    only pg_regress (also: isolation, tap, lint, demo,
 #                               valgrind: regress + isolation under memcheck,
-#                               monitoring: rules and dashboard against Prometheus)
+#                               monitoring: rules and dashboard against Prometheus,
+#                               examples: the client examples in examples/)
 #
 # Works from any folder on a fresh Debian 12 machine as root: installs what is
 # missing, copies the source tree and a private copy of the PostgreSQL
@@ -20,7 +21,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=test/lib.sh
 . "$here/test/lib.sh"
 
-suites=${*:-lint regress isolation tap valgrind demo monitoring}
+suites=${*:-lint regress isolation tap valgrind demo monitoring examples}
 
 ensure_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl \
 	prometheus-postgres-exporter \
@@ -38,6 +39,7 @@ for suite in $suites; do
 		regress|isolation|tap) run=(sandbox_make "installcheck-$suite") ;;
 		demo) run=(bash "$here/demo/test.sh") ;;
 		monitoring) run=(bash "$here/test/monitoring.sh") ;;
+		examples) run=(bash "$here/examples/test.sh") ;;
 		*) echo "unknown suite: $suite" >&2; exit 2 ;;
 	esac
 	if "${run[@]}"; then
