@@ -55,8 +55,9 @@ TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
 PG_CPPFLAGS = -DORDERING_VERSION=\"$(EXTVERSION)\"
+# ORDERING_CFLAGS=-DUSE_ASSERT_CHECKING builds with assertions (test/valgrind.sh)
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
-	-Wno-missing-field-initializers -Wno-sign-compare
+	-Wno-missing-field-initializers -Wno-sign-compare $(ORDERING_CFLAGS)
 
 EXTRA_CLEAN = tmp_check_regress tmp_check_isolation output_iso \
 	results regression.diffs regression.out

@@ -516,6 +516,8 @@ write_version(OwnedRel *orel, const OwnedRow *row, Datum *values,
 
 	if (written_this_command(row))
 	{
+		/* only the current subtransaction's own version, never a parent's */
+		Assert(TransactionIdEquals(row->xmin, GetCurrentTransactionIdIfAny()));
 		if (!RelationIsLogicallyLogged(rel) &&
 			newtup->t_len == row->tuple->t_len &&
 			newtup->t_data->t_hoff == row->tuple->t_data->t_hoff &&
