@@ -22,7 +22,9 @@ OBJS = \
 	src/stats.o \
 	src/triggers.o \
 	src/gaps.o \
-	src/worker.o
+	src/worker.o \
+	src/sha256.o \
+	src/antientropy.o
 
 # Installing the default version runs the 1.0 script, then every upgrade
 # script after it: a fresh install and an upgraded one are built by the same
