@@ -294,9 +294,13 @@ BEGIN
         OR NOT ordering.resource_bucket(c.resource_id, buckets) OPERATOR(pg_catalog.=) ANY (bucket_list)
         OR NOT (resource_prefix IS NULL OR pg_catalog.starts_with(c.resource_id, resource_prefix))
      LIMIT 1;
+    IF FOUND AND stray IS NULL THEN
+        RAISE EXCEPTION 'every row of consumer_state needs a resource_id'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF FOUND THEN
         RAISE EXCEPTION 'consumer_state lists resource % outside the buckets or the prefix given',
-            COALESCE(pg_catalog.quote_literal(stray), 'NULL')
+            pg_catalog.quote_literal(stray)
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass the same buckets, bucket list and resource prefix to ordering.consumer_state() and ordering.reconcile().';
     END IF;
@@ -424,11 +428,14 @@ COMMENT ON VIEW ordering.attached_tables IS
 
 -- ordering.check(): one row per violated invariant, none when consistent.
 -- Every check is one statement, so it judges one snapshot and never
--- reports a state that was consistent when it committed.  Each starts from
--- the smaller side and looks the other up by primary key: the attached
--- tables (one aggregate each) against ordering.sequences, and the parked
--- events, gap requests and dead letters against ordering.positions; it
--- never scans ordering.positions or ordering.sequences.  sample_percent
+-- reports a state that was consistent when it committed.  Each reads one
+-- table and looks every row up in another by primary key (a LATERAL
+-- subquery with LIMIT 1, which the planner cannot turn into a hash join
+-- over the whole table): the attached tables (one aggregate each) against
+-- ordering.sequences; the parked events, gap requests and dead letters
+-- against ordering.positions and ordering.parked.  So the cost follows the
+-- attached tables, parked events, gap requests and dead letters, never the
+-- number of positions or counters.  sample_percent
 -- reads only that share of the blocks of each table it starts from
 -- (TABLESAMPLE SYSTEM); max_per_kind stops each kind after that many rows.
 CREATE FUNCTION ordering.check(sample_percent double precision DEFAULT 100,
@@ -481,9 +488,10 @@ BEGIN
                       FROM %3$s t%4$s
                      WHERE t.%1$I IS NOT NULL
                      GROUP BY 1) x
-              LEFT JOIN ordering.sequences s
-                ON s.stream OPERATOR(pg_catalog.=) $2
-               AND s.resource_id OPERATOR(pg_catalog.=) x.res
+              LEFT JOIN LATERAL (SELECT q.last_seq FROM ordering.sequences q
+                                  WHERE q.stream OPERATOR(pg_catalog.=) $2
+                                    AND q.resource_id OPERATOR(pg_catalog.=) x.res
+                                  LIMIT 1) s ON true
              WHERE s.last_seq IS NULL OR s.last_seq OPERATOR(pg_catalog.<) x.hi
              ORDER BY x.res
              LIMIT $3$q$,
@@ -499,9 +507,10 @@ BEGIN
                                  pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
                                  p.seq, COALESCE(pos.position, 0))
           FROM ordering.parked p%s
-          LEFT JOIN ordering.positions pos
-            ON pos.consumer OPERATOR(pg_catalog.=) p.consumer
-           AND pos.resource_id OPERATOR(pg_catalog.=) p.resource_id
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                              LIMIT 1) pos ON true
          WHERE p.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
          ORDER BY p.consumer, p.resource_id, p.seq
          LIMIT $1$q$, sample)
@@ -512,9 +521,10 @@ BEGIN
                                  pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
                                  p.seq, COALESCE(pos.position, 0))
           FROM ordering.parked p%s
-          LEFT JOIN ordering.positions pos
-            ON pos.consumer OPERATOR(pg_catalog.=) p.consumer
-           AND pos.resource_id OPERATOR(pg_catalog.=) p.resource_id
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                              LIMIT 1) pos ON true
          WHERE p.seq OPERATOR(pg_catalog.=) (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
          ORDER BY p.consumer, p.resource_id, p.seq
          LIMIT $1$q$, sample)
@@ -529,9 +539,11 @@ BEGIN
                                  pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
                                  g.missing_from, g.missing_to)
           FROM ordering.gap_requests g%s
-         WHERE NOT EXISTS (SELECT FROM ordering.parked p
-                            WHERE p.consumer OPERATOR(pg_catalog.=) g.consumer
-                              AND p.resource_id OPERATOR(pg_catalog.=) g.resource_id)
+          LEFT JOIN LATERAL (SELECT true AS found FROM ordering.parked p
+                              WHERE p.consumer OPERATOR(pg_catalog.=) g.consumer
+                                AND p.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                              LIMIT 1) k ON true
+         WHERE k.found IS NULL
          ORDER BY g.consumer, g.resource_id
          LIMIT $1$q$, sample)
         USING max_per_kind;
@@ -541,9 +553,10 @@ BEGIN
                                  pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
                                  g.missing_from, g.missing_to, COALESCE(pos.position, 0))
           FROM ordering.gap_requests g%s
-          LEFT JOIN ordering.positions pos
-            ON pos.consumer OPERATOR(pg_catalog.=) g.consumer
-           AND pos.resource_id OPERATOR(pg_catalog.=) g.resource_id
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) g.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                              LIMIT 1) pos ON true
          WHERE g.missing_to OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
          ORDER BY g.consumer, g.resource_id
          LIMIT $1$q$, sample)
@@ -567,9 +580,10 @@ BEGIN
                                  pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
                                  d.seq, COALESCE(pos.position, 0))
           FROM ordering.dead_letter_events d%s
-          LEFT JOIN ordering.positions pos
-            ON pos.consumer OPERATOR(pg_catalog.=) d.consumer
-           AND pos.resource_id OPERATOR(pg_catalog.=) d.resource_id
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                              LIMIT 1) pos ON true
          WHERE d.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
          ORDER BY d.consumer, d.resource_id
          LIMIT $1$q$, sample)
@@ -580,10 +594,11 @@ BEGIN
                                  pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
                                  d.seq)
           FROM ordering.dead_letter_events d%s
-          JOIN ordering.parked p
-            ON p.consumer OPERATOR(pg_catalog.=) d.consumer
-           AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id
-           AND p.seq OPERATOR(pg_catalog.=) d.seq
+          JOIN LATERAL (SELECT true AS found FROM ordering.parked p
+                         WHERE p.consumer OPERATOR(pg_catalog.=) d.consumer
+                           AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                           AND p.seq OPERATOR(pg_catalog.=) d.seq
+                         LIMIT 1) k ON true
          ORDER BY d.consumer, d.resource_id
          LIMIT $1$q$, sample)
         USING max_per_kind;
@@ -623,3 +638,18 @@ END
 $$;
 COMMENT ON FUNCTION ordering.check(double precision, bigint) IS
     'Verifies the invariants the extension relies on (counters against attached tables, parked events and gap requests against positions, dead letters, statistics gauges against their tables); one row per violation, none when consistent';
+
+-- As every function of the extension: nothing for PUBLIC (see "Privileges"
+-- in the 1.0 script).  The producer side reads counters and republishes,
+-- the consumer side reads positions, parked events and dead letters, and
+-- check() reads all of it.
+REVOKE EXECUTE ON FUNCTION ordering.resource_bucket(text, integer),
+    ordering.resource_fingerprint(text, bigint),
+    ordering.reconcile_check_arguments(integer, text),
+    ordering.reconcile_producer_resources(text, text, text[]),
+    ordering.stream_summary(text, integer, text, text[]),
+    ordering.consumer_summary(text, integer, text),
+    ordering.consumer_state(text, integer, integer[], text),
+    ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean),
+    ordering.check(double precision, bigint)
+    FROM PUBLIC;
