@@ -53,7 +53,7 @@ sha256_block(uint32 h[8], const unsigned char *block)
 				g = h[6],
 				hh = h[7];
 
-	for (int i = 0; i < 16; i++)
+	for (size_t i = 0; i < 16; i++)
 		w[i] = ((uint32) block[4 * i] << 24) | ((uint32) block[4 * i + 1] << 16) |
 			((uint32) block[4 * i + 2] << 8) | (uint32) block[4 * i + 3];
 	for (int i = 16; i < 64; i++)
@@ -123,7 +123,7 @@ ordering_sha256(const unsigned char *data, size_t len,
 	if (tail_len == 128)
 		sha256_block(h, tail + 64);
 
-	for (int i = 0; i < 8; i++)
+	for (size_t i = 0; i < 8; i++)
 	{
 		digest[4 * i] = (unsigned char) (h[i] >> 24);
 		digest[4 * i + 1] = (unsigned char) (h[i] >> 16);
