@@ -281,6 +281,46 @@ RESET ROLE;
 REVOKE USAGE ON SCHEMA ordering FROM regress_rc_nobody;
 DROP ROLE regress_rc_nobody;
 
+-- What each side needs, and nothing more: a producer role and a consumer
+-- role with only these grants run their side of a reconciliation.
+CREATE ROLE regress_rc_producer;
+CREATE ROLE regress_rc_consumer;
+GRANT USAGE ON SCHEMA ordering TO regress_rc_producer, regress_rc_consumer;
+GRANT EXECUTE ON FUNCTION ordering.resource_bucket(text, integer),
+    ordering.resource_fingerprint(text, bigint),
+    ordering.reconcile_check_arguments(integer, text)
+    TO regress_rc_producer, regress_rc_consumer;
+GRANT EXECUTE ON FUNCTION ordering.reconcile_producer_resources(text, text, text[]),
+    ordering.stream_summary(text, integer, text, text[]),
+    ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean)
+    TO regress_rc_producer;
+GRANT SELECT ON ordering.sequences TO regress_rc_producer;
+GRANT SELECT, UPDATE ON ordering.outbox TO regress_rc_producer;
+GRANT EXECUTE ON FUNCTION ordering.consumer_summary(text, integer, text),
+    ordering.consumer_state(text, integer, integer[], text)
+    TO regress_rc_consumer;
+GRANT SELECT ON ordering.positions, ordering.parked, ordering.dead_letter_events
+    TO regress_rc_consumer;
+SET ROLE regress_rc_consumer;
+SELECT pg_catalog.count(*) > 0 AS consumer_summarises FROM ordering.consumer_summary('rc', 16, 'rc-');
+SELECT pg_catalog.jsonb_agg(s) AS state_by_role
+  FROM ordering.consumer_state('rc', 16, '{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}', 'rc-') s \gset
+SELECT * FROM ordering.reconcile('[]', 16, '{0}');
+RESET ROLE;
+SET ROLE regress_rc_producer;
+SELECT pg_catalog.count(*) > 0 AS producer_summarises FROM ordering.stream_summary('ordering.outbox', 16, 'rc-');
+SELECT resource_id, status, republished, in_flight
+  FROM ordering.reconcile(:'state_by_role', 16, '{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}',
+                          resource_prefix => 'rc-')
+ WHERE status <> 'in_sync';
+SELECT * FROM ordering.consumer_summary('rc');
+RESET ROLE;
+REVOKE ALL ON ordering.sequences, ordering.outbox, ordering.positions, ordering.parked,
+    ordering.dead_letter_events FROM regress_rc_producer, regress_rc_consumer;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ordering FROM regress_rc_producer, regress_rc_consumer;
+REVOKE USAGE ON SCHEMA ordering FROM regress_rc_producer, regress_rc_consumer;
+DROP ROLE regress_rc_producer, regress_rc_consumer;
+
 -- leave the consumer tables empty for the tests that follow
 DELETE FROM ordering.positions;
 DELETE FROM ordering.parked;
