@@ -92,15 +92,10 @@ $$;
 COMMENT ON FUNCTION ordering.reconcile_check_arguments(integer, text) IS
     'Internal to the reconciliation functions: refuses a NULL or non-positive bucket count and an empty resource prefix';
 
--- The producer's last seq per resource that a reconciliation compares:
--- the counters of the stream, or, with event types (ordering.outbox only),
--- the highest seq of an outbox row of those types.  Counters at 0 (a
--- resource whose every number was given back) are no resource.
-CREATE FUNCTION ordering.reconcile_producer_resources(stream text,
-                                                      resource_prefix text,
-                                                      event_types text[])
-    RETURNS TABLE (resource_id text, last_seq bigint)
-    LANGUAGE plpgsql STABLE
+-- The producer side's own arguments: event types filter the outbox only.
+CREATE FUNCTION ordering.reconcile_check_stream(stream text, event_types text[])
+    RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
@@ -108,13 +103,6 @@ BEGIN
         RAISE EXCEPTION 'stream must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF event_types IS NULL THEN
-        RETURN QUERY
-        SELECT s.resource_id, s.last_seq
-          FROM ordering.sequences s
-         WHERE s.stream OPERATOR(pg_catalog.=) reconcile_producer_resources.stream
-           AND s.last_seq OPERATOR(pg_catalog.>) 0
-           AND (resource_prefix IS NULL
-                OR pg_catalog.starts_with(s.resource_id, resource_prefix));
         RETURN;
     END IF;
     IF stream OPERATOR(pg_catalog.<>) 'ordering.outbox' THEN
@@ -127,14 +115,37 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass NULL to take every event type.';
     END IF;
-    RETURN QUERY
-    SELECT o.resource_id, pg_catalog.max(o.seq)
-      FROM ordering.outbox o
-     WHERE o.event_type OPERATOR(pg_catalog.=) ANY (event_types)
-       AND (resource_prefix IS NULL
-            OR pg_catalog.starts_with(o.resource_id, resource_prefix))
-     GROUP BY o.resource_id;
 END
+$$;
+COMMENT ON FUNCTION ordering.reconcile_check_stream(text, text[]) IS
+    'Internal to the reconciliation functions: refuses a NULL stream, and event types for a stream other than ordering.outbox or an empty list of them';
+
+-- The producer's last seq per resource that a reconciliation compares:
+-- the counters of the stream, or, with event types (ordering.outbox only),
+-- the highest seq of an outbox row of those types.  Counters at 0 (a
+-- resource whose every number was given back) are no resource.  A plain
+-- SQL function with every name qualified and no SET clause, so that the
+-- planner inlines it into its callers instead of collecting a million rows
+-- first; the callers check the arguments (reconcile_check_stream).
+CREATE FUNCTION ordering.reconcile_producer_resources(stream text,
+                                                      resource_prefix text,
+                                                      event_types text[])
+    RETURNS TABLE (resource_id text, last_seq bigint)
+    LANGUAGE sql STABLE
+    AS $$
+SELECT s.resource_id COLLATE "default", s.last_seq
+  FROM ordering.sequences s
+ WHERE $3 IS NULL
+   AND s.stream OPERATOR(pg_catalog.=) $1
+   AND s.last_seq OPERATOR(pg_catalog.>) 0
+   AND ($2 IS NULL OR pg_catalog.starts_with(s.resource_id, $2))
+UNION ALL
+SELECT o.resource_id COLLATE "default", pg_catalog.max(o.seq)
+  FROM ordering.outbox o
+ WHERE $3 IS NOT NULL
+   AND o.event_type OPERATOR(pg_catalog.=) ANY ($3)
+   AND ($2 IS NULL OR pg_catalog.starts_with(o.resource_id, $2))
+ GROUP BY o.resource_id
 $$;
 COMMENT ON FUNCTION ordering.reconcile_producer_resources(text, text, text[]) IS
     'Internal to the reconciliation functions: the last seq per resource of a stream (counters), or of the outbox rows of some event types, under a resource prefix';
@@ -149,6 +160,7 @@ CREATE FUNCTION ordering.stream_summary(stream text DEFAULT 'ordering.outbox',
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
+    PERFORM ordering.reconcile_check_stream(stream, event_types);
     PERFORM ordering.reconcile_check_arguments(buckets, resource_prefix);
     RETURN QUERY
     SELECT ordering.resource_bucket(p.resource_id, buckets) AS b,
@@ -220,7 +232,7 @@ BEGIN
            AND (resource_prefix IS NULL
                 OR pg_catalog.starts_with(p.resource_id, resource_prefix))
            AND ordering.resource_bucket(p.resource_id, buckets)
-               OPERATOR(pg_catalog.=) ANY (bucket_list)
+               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
     ), park AS (
         SELECT k.resource_id, pg_catalog.min(k.seq) AS lo, pg_catalog.max(k.seq) AS hi
           FROM ordering.parked k
@@ -228,7 +240,7 @@ BEGIN
            AND (resource_prefix IS NULL
                 OR pg_catalog.starts_with(k.resource_id, resource_prefix))
            AND ordering.resource_bucket(k.resource_id, buckets)
-               OPERATOR(pg_catalog.=) ANY (bucket_list)
+               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
          GROUP BY k.resource_id
     ), dead AS (
         SELECT d.resource_id, d.seq
@@ -237,7 +249,7 @@ BEGIN
            AND (resource_prefix IS NULL
                 OR pg_catalog.starts_with(d.resource_id, resource_prefix))
            AND ordering.resource_bucket(d.resource_id, buckets)
-               OPERATOR(pg_catalog.=) ANY (bucket_list)
+               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
     )
     SELECT COALESCE(pos.resource_id, park.resource_id, dead.resource_id),
            COALESCE(pos.position, 0), park.lo, park.hi, dead.seq
@@ -278,6 +290,7 @@ BEGIN
         RAISE EXCEPTION 'consumer_state, bucket_list, grace and dry_run must not be null'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    PERFORM ordering.reconcile_check_stream(stream, event_types);
     PERFORM ordering.reconcile_check_arguments(buckets, resource_prefix);
     IF pg_catalog.jsonb_typeof(consumer_state) OPERATOR(pg_catalog.<>) 'array' THEN
         RAISE EXCEPTION 'consumer_state must be a JSON array of the rows of ordering.consumer_state()'
@@ -291,7 +304,7 @@ BEGIN
     SELECT c.resource_id INTO stray
       FROM pg_catalog.jsonb_to_recordset(consumer_state) AS c(resource_id text)
      WHERE c.resource_id IS NULL
-        OR NOT ordering.resource_bucket(c.resource_id, buckets) OPERATOR(pg_catalog.=) ANY (bucket_list)
+        OR NOT ordering.resource_bucket(c.resource_id, buckets) OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
         OR NOT (resource_prefix IS NULL OR pg_catalog.starts_with(c.resource_id, resource_prefix))
      LIMIT 1;
     IF FOUND AND stray IS NULL THEN
@@ -316,7 +329,7 @@ BEGIN
     ), p AS (
         SELECT r.resource_id, r.last_seq
           FROM ordering.reconcile_producer_resources(stream, resource_prefix, event_types) r
-         WHERE ordering.resource_bucket(r.resource_id, buckets) OPERATOR(pg_catalog.=) ANY (bucket_list)
+         WHERE ordering.resource_bucket(r.resource_id, buckets) OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
     ), j AS (
         SELECT COALESCE(c.resource_id, p.resource_id) AS resource_id,
                COALESCE(c.position, 0) AS pos,
@@ -646,6 +659,7 @@ COMMENT ON FUNCTION ordering.check(double precision, bigint) IS
 REVOKE EXECUTE ON FUNCTION ordering.resource_bucket(text, integer),
     ordering.resource_fingerprint(text, bigint),
     ordering.reconcile_check_arguments(integer, text),
+    ordering.reconcile_check_stream(text, text[]),
     ordering.reconcile_producer_resources(text, text, text[]),
     ordering.stream_summary(text, integer, text, text[]),
     ordering.consumer_summary(text, integer, text),

@@ -290,7 +290,8 @@ GRANT EXECUTE ON FUNCTION ordering.resource_bucket(text, integer),
     ordering.resource_fingerprint(text, bigint),
     ordering.reconcile_check_arguments(integer, text)
     TO regress_rc_producer, regress_rc_consumer;
-GRANT EXECUTE ON FUNCTION ordering.reconcile_producer_resources(text, text, text[]),
+GRANT EXECUTE ON FUNCTION ordering.reconcile_check_stream(text, text[]),
+    ordering.reconcile_producer_resources(text, text, text[]),
     ordering.stream_summary(text, integer, text, text[]),
     ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean)
     TO regress_rc_producer;
