@@ -31,19 +31,22 @@ OBJS = \
 	src/decision_log.o \
 	src/triggers.o \
 	src/gaps.o \
-	src/worker.o
+	src/worker.o \
+	src/sha256.o \
+	src/antientropy.o
 
 # Installing the default version runs the 1.0 script, then every upgrade
 # script after it: a fresh install and an upgraded one are built by the same
 # statements.
 DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql
 
-REGRESS = producer producer_sql restore_mode consumer dead_letters gaps stats observability search_path gaps_search_path privileges hot_paths bad_input
+REGRESS = producer producer_sql restore_mode consumer dead_letters gaps stats observability \
+	search_path gaps_search_path privileges hot_paths bad_input reconcile check
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
 ISOLATION = producer_order keyed_reindex consumer_deliver consumer_apply consumer_newer_only gaps_sweep \
-	gaps_race owned_reindex owned_isolation producer_create
+	gaps_race owned_reindex owned_isolation producer_create reconcile_concurrent
 # pg_isolation_regress reads specs/ and expected/ from --outputdir first, then
 # from --inputdir: the specs are linked into the output directory, so the
 # expected outputs come from the top-level expected/.

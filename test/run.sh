@@ -24,7 +24,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 suites=${*:-lint regress isolation tap valgrind demo monitoring examples}
 
 ensure_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl \
-	prometheus-postgres-exporter \
+	prometheus-postgres-exporter python3-psycopg \
 	make gcc libc6-dev
 sandbox_create "$here"
 trap sandbox_destroy EXIT
