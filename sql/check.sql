@@ -138,11 +138,11 @@ SELECT * FROM ordering.check(max_per_kind => -1);
 CREATE ROLE ordering_check_reader;
 GRANT USAGE ON SCHEMA ordering TO ordering_check_reader;
 GRANT SELECT ON ordering.sequences, ordering.positions, ordering.parked, ordering.gap_requests,
-    ordering.dead_letter_events, ordering.stats, ordering.attached_tables, ordering.outbox
-    TO ordering_check_reader;
-GRANT SELECT ON events_eu, events_us TO ordering_check_reader;
+    ordering.dead_letter_events, ordering.stats, ordering.attached_tables, ordering.attachments,
+    ordering.outbox TO ordering_check_reader;
+GRANT SELECT ON events TO ordering_check_reader;
 GRANT EXECUTE ON FUNCTION ordering.check(double precision, bigint), ordering.consumer_counters(),
-    ordering.stats_reset_time() TO ordering_check_reader;
+    ordering.consumer_statistics(), ordering.stats_reset_time() TO ordering_check_reader;
 BEGIN;
 UPDATE ordering.sequences SET last_seq = 1 WHERE stream = 'public.accounts_log';
 SET ROLE ordering_check_reader;

@@ -127,7 +127,9 @@ CREATE FUNCTION ordering.resource_key(resource anyelement) RETURNS text
     AS 'MODULE_PATHNAME', 'ordering_resource_key';
 COMMENT ON FUNCTION ordering.resource_key(anyelement) IS
     'The text a resource value is keyed by in ordering.sequences: text as it is, any other type printed under fixed settings, so no session setting changes it';
-REVOKE EXECUTE ON FUNCTION ordering.resource_key(anyelement) FROM PUBLIC;
+-- It reads nothing: anyone may compute a key (ordering.check() does, as
+-- whoever calls it).
+GRANT EXECUTE ON FUNCTION ordering.resource_key(anyelement) TO PUBLIC;
 
 -- Create the three triggers of an attached table (internal to attach()).
 CREATE FUNCTION ordering.create_sequencing_triggers(tbl regclass, resource_column name,
@@ -437,71 +439,6 @@ SELECT d.consumer,
  WHERE agg.lowest OPERATOR(pg_catalog.>)
        (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
    AND pos.blocked_at IS NULL;
-
--------------------------------------------------------------------------------
--- Privileges: the grant_* sets with the 1.1 objects
--------------------------------------------------------------------------------
-
-CREATE OR REPLACE FUNCTION ordering.grant_producer(role regrole) RETURNS void
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-BEGIN
-    PERFORM ordering.grant_privileges(role,
-        'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
-        'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
-        'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
-        'ordering.create_sequencing_triggers(regclass, name, name, text), '
-        'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
-        'ordering.sequence_guard(), ordering.resource_key(anyelement), '
-        'ordering.claim_unpublished(integer), '
-        'ordering.mark_published(bigint[]), ordering.republish(text, bigint, bigint), '
-        'ordering.purge_published(interval)',
-        -- the outbox is written by plain SQL (emit, relays, retention)
-        'SELECT, INSERT, UPDATE, DELETE ON ordering.outbox',
-        'SELECT ON ordering.sequences',
-        -- attach() and detach() keep the registry of attached tables
-        'SELECT, INSERT, UPDATE ON ordering.attachments');
-END
-$$;
-
-CREATE OR REPLACE FUNCTION ordering.grant_consumer(role regrole) RETURNS void
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-BEGIN
-    PERFORM ordering.grant_privileges(role,
-        'EXECUTE ON FUNCTION ordering.apply_if_newer(text, text, bigint), '
-        'ordering.deliver(text, text, bigint, jsonb), '
-        'ordering.deliver(text, text, bigint, jsonb, regprocedure), '
-        'ordering.deliver(text, text, bigint, jsonb, regprocedure, text), '
-        'ordering.dead_letter(text, text, bigint, jsonb, text), '
-        'ordering.position(text, text), ordering.newer_only()',
-        'SELECT ON ordering.positions, ordering.gap_requests, ordering.parked, '
-        'ordering.dead_letter_events, ordering.dead_letters');
-END
-$$;
-COMMENT ON FUNCTION ordering.grant_consumer(regrole) IS
-    'Grants what a consumer needs: apply_if_newer, deliver (all forms), dead_letter, position, the newer_only trigger, and read access to its state';
-
-CREATE OR REPLACE FUNCTION ordering.grant_operator(role regrole) RETURNS void
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-BEGIN
-    PERFORM ordering.grant_consumer(role);
-    PERFORM ordering.grant_monitor(role);
-    PERFORM ordering.grant_privileges(role,
-        'EXECUTE ON FUNCTION ordering.skip_gap(text, text), '
-        'ordering.retry_dead_letter(text, text), '
-        'ordering.retry_dead_letter(text, text, regprocedure), '
-        'ordering.discard_dead_letter(text, text), '
-        'ordering.sweep_gaps(), ordering.stats_reset()',
-        'SELECT, INSERT, UPDATE, DELETE ON ordering.gap_requests');
-END
-$$;
-COMMENT ON FUNCTION ordering.grant_operator(regrole) IS
-    'Grants what an operator (and the gap-sweeper role) needs: the consumer and monitoring sets plus skip_gap, retry_dead_letter, discard_dead_letter, sweep_gaps and stats_reset';
 
 -------------------------------------------------------------------------------
 -- Observability
@@ -1421,3 +1358,136 @@ REVOKE EXECUTE ON FUNCTION ordering.resource_bucket(text, integer),
     ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean),
     ordering.check(double precision, bigint)
     FROM PUBLIC;
+
+-------------------------------------------------------------------------------
+-- Privileges: the grant_* sets with the 1.1 objects
+-------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION ordering.grant_producer(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
+        'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
+        'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
+        'ordering.create_sequencing_triggers(regclass, name, name, text), '
+        'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
+        'ordering.sequence_guard(), ordering.resource_key(anyelement), '
+        'ordering.claim_unpublished(integer), '
+        'ordering.mark_published(bigint[]), ordering.republish(text, bigint, bigint), '
+        'ordering.purge_published(interval), '
+        -- reconciliation, producer side
+        'ordering.stream_summary(text, integer, text, text[]), '
+        'ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean), '
+        'ordering.reconcile_check_arguments(integer, text), '
+        'ordering.reconcile_check_stream(text, text[]), '
+        'ordering.reconcile_producer_resources(text, text, text[]), '
+        'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint)',
+        -- the outbox is written by plain SQL (emit, relays, retention)
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.outbox',
+        'SELECT ON ordering.sequences',
+        -- attach() and detach() keep the registry of attached tables
+        'SELECT, INSERT, UPDATE ON ordering.attachments');
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.grant_consumer(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.apply_if_newer(text, text, bigint), '
+        'ordering.deliver(text, text, bigint, jsonb), '
+        'ordering.deliver(text, text, bigint, jsonb, regprocedure), '
+        'ordering.deliver(text, text, bigint, jsonb, regprocedure, text), '
+        'ordering.dead_letter(text, text, bigint, jsonb, text), '
+        'ordering.position(text, text), ordering.newer_only(), '
+        -- reconciliation, consumer side
+        'ordering.consumer_summary(text, integer, text), '
+        'ordering.consumer_state(text, integer, integer[], text), '
+        'ordering.reconcile_check_arguments(integer, text), '
+        'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint)',
+        'SELECT ON ordering.positions, ordering.gap_requests, ordering.parked, '
+        'ordering.dead_letter_events, ordering.dead_letters');
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_consumer(regrole) IS
+    'Grants what a consumer needs: apply_if_newer, deliver (all forms), dead_letter, position, the newer_only trigger, and read access to its state';
+
+CREATE OR REPLACE FUNCTION ordering.grant_operator(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_consumer(role);
+    PERFORM ordering.grant_monitor(role);
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.skip_gap(text, text), '
+        'ordering.retry_dead_letter(text, text), '
+        'ordering.retry_dead_letter(text, text, regprocedure), '
+        'ordering.discard_dead_letter(text, text), '
+        'ordering.sweep_gaps(), ordering.stats_reset(), '
+        'ordering.check(double precision, bigint), ordering.resource_key(anyelement)',
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.gap_requests',
+        -- what ordering.check() reads
+        'SELECT ON ordering.sequences, ordering.attachments, ordering.attached_tables');
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_operator(regrole) IS
+    'Grants what an operator (and the gap-sweeper role) needs: the consumer and monitoring sets plus skip_gap, retry_dead_letter, discard_dead_letter, sweep_gaps, stats_reset and check';
+
+
+-- Roles given a set by 1.0 get the 1.1 objects of that set, so an upgrade
+-- keeps them working: a role that may execute the set's characteristic
+-- 1.0 function (attach for producers, deliver for consumers, skip_gap for
+-- operators) gets the new objects of the set, and nothing else.
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT DISTINCT s.role_set, a.grantee::pg_catalog.regrole AS grantee
+          FROM (VALUES ('producer', 'ordering.attach(regclass, name, name, text)'),
+                       ('consumer', 'ordering.deliver(text, text, bigint, jsonb)'),
+                       ('operator', 'ordering.skip_gap(text, text)')) s(role_set, fn)
+          JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) s.fn::pg_catalog.regprocedure
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        IF r.role_set OPERATOR(pg_catalog.=) 'producer' THEN
+            PERFORM ordering.grant_privileges(r.grantee,
+                'EXECUTE ON FUNCTION ordering.create_sequencing_triggers(regclass, name, name, text), '
+                'ordering.sequence_stored_trigger(), ordering.sequence_guard(), '
+                'ordering.resource_key(anyelement), '
+                'ordering.stream_summary(text, integer, text, text[]), '
+                'ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean), '
+                'ordering.reconcile_check_arguments(integer, text), '
+                'ordering.reconcile_check_stream(text, text[]), '
+                'ordering.reconcile_producer_resources(text, text, text[]), '
+                'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint)',
+                'SELECT, INSERT, UPDATE ON ordering.attachments');
+        ELSIF r.role_set OPERATOR(pg_catalog.=) 'consumer' THEN
+            PERFORM ordering.grant_privileges(r.grantee,
+                'EXECUTE ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure, text), '
+                'ordering.dead_letter(text, text, bigint, jsonb, text), '
+                'ordering.consumer_summary(text, integer, text), '
+                'ordering.consumer_state(text, integer, integer[], text), '
+                'ordering.reconcile_check_arguments(integer, text), '
+                'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint)',
+                'SELECT ON ordering.dead_letter_events, ordering.dead_letters');
+        ELSE
+            PERFORM ordering.grant_privileges(r.grantee,
+                'EXECUTE ON FUNCTION ordering.retry_dead_letter(text, text), '
+                'ordering.retry_dead_letter(text, text, regprocedure), '
+                'ordering.discard_dead_letter(text, text), '
+                'ordering.check(double precision, bigint), ordering.resource_key(anyelement)',
+                'SELECT ON ordering.sequences, ordering.attachments, ordering.attached_tables');
+        END IF;
+    END LOOP;
+END
+$$;
