@@ -44,6 +44,8 @@ tar -C "$here" --exclude=.git --exclude='tmp_check*' --exclude=results \
 	--exclude=output_iso --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
 	-cf - . | tar -C "$work/ordering" -xf -
 chown -R postgres: "$work"
+# the postgres user's commands need a working directory they may enter
+cd "$work"
 
 if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
 	installed_before=1

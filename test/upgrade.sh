@@ -38,6 +38,8 @@ STATE_DB=upgrade_state
 ensure_packages postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR make gcc libc6-dev
 sandbox_create "$here"
 trap finish EXIT
+# the postgres user's commands need a working directory they may enter
+cd "$SANDBOX"
 
 cur_version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$here/ordering.control")
 data=$SANDBOX/data
@@ -100,7 +102,7 @@ for db in "$STATE_DB" "$REGRESS_DB"; do
 		-c "ALTER DATABASE $db SET timezone_abbreviations TO 'Default'"
 	psql_db "$db" -c "CREATE EXTENSION ordering VERSION '1.0'"
 done
-psql_db "$STATE_DB" -f "$here/test/upgrade/fill.sql" >/dev/null
+psql_db "$STATE_DB" -f "$SANDBOX/src/test/upgrade/fill.sql" >/dev/null
 server stop
 
 # 3. The current build, a restart, and the update
@@ -118,7 +120,7 @@ for db in "$STATE_DB" "$REGRESS_DB"; do
 	fi
 done
 echo "upgrade: both databases updated from 1.0 to $cur_version"
-psql_db "$STATE_DB" -P footer=off -f "$here/test/upgrade/verify.sql"
+psql_db "$STATE_DB" -P footer=off -f "$SANDBOX/src/test/upgrade/verify.sql"
 
 # 4. The regression suite on the database created at 1.0
 regress=$(as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" \
