@@ -6,7 +6,10 @@
 #   bash test/run.sh regress    only pg_regress (also: isolation, tap, lint, demo,
 #                               valgrind: regress + isolation under memcheck,
 #                               monitoring: rules and dashboard against Prometheus,
-#                               examples: the client examples in examples/)
+#                               examples: the client examples in examples/,
+#                               upgrade: 1.0 filled, then updated (test/upgrade.sh),
+#                               package: the Debian package built, checked with
+#                               lintian, installed and tested (test/package.sh))
 #
 # Works from any folder on a fresh Debian 12 machine as root: installs what is
 # missing, copies the source tree and a private copy of the PostgreSQL
@@ -21,7 +24,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=test/lib.sh
 . "$here/test/lib.sh"
 
-suites=${*:-lint regress isolation tap valgrind demo monitoring examples}
+suites=${*:-lint regress isolation tap valgrind demo monitoring examples upgrade package}
 
 ensure_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl \
 	prometheus-postgres-exporter python3-psycopg \
@@ -40,6 +43,8 @@ for suite in $suites; do
 		demo) run=(bash "$here/demo/test.sh") ;;
 		monitoring) run=(bash "$here/test/monitoring.sh") ;;
 		examples) run=(bash "$here/examples/test.sh") ;;
+		upgrade) run=(bash "$here/test/upgrade.sh") ;;
+		package) run=(bash "$here/test/package.sh") ;;
 		*) echo "unknown suite: $suite" >&2; exit 2 ;;
 	esac
 	if "${run[@]}"; then
