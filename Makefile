@@ -22,14 +22,15 @@ OBJS = \
 	src/stats.o \
 	src/triggers.o \
 	src/gaps.o \
-	src/worker.o
+	src/worker.o \
+	src/standbys.o
 
 # Installing the default version runs the 1.0 script, then every upgrade
 # script after it: a fresh install and an upgraded one are built by the same
 # statements.
 DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql
 
-REGRESS = producer consumer gaps stats search_path gaps_search_path privileges hot_paths bad_input
+REGRESS = producer consumer gaps stats search_path gaps_search_path privileges hot_paths bad_input replicated
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
