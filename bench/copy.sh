@@ -3,9 +3,10 @@
 # Bulk loads into an outbox: COPY and INSERT ... SELECT of many rows into a
 # table without a trigger, with ordering's trigger (numbers assigned, and
 # numbers supplied by COPY: the restore path, taken as history), with the
-# PL/pgSQL counter trigger, and with the bench probe that only fills in the
-# column (what losing COPY's batched inserts costs by itself, see
-# bench/RESULTS.md, "Bulk loads").
+# PL/pgSQL counter trigger, with the bench probe that only fills in the
+# column (what losing COPY's batched inserts costs by itself), and with
+# ordering's trigger disabled (ALTER TABLE ... DISABLE TRIGGER, as
+# pg_restore --disable-triggers does); see bench/RESULTS.md, "Bulk loads".
 #
 #   bash bench/copy.sh [--callgrind] [--rows N] [--rounds R] [--out DIR] [variant ...]
 #
@@ -22,6 +23,7 @@
 # run, 0 rows; the difference over ROWS is the cost of a row.
 #
 # variants: copy_plain copy_no_counter copy_ordering copy_restore copy_plpgsql
+#           copy_disabled
 #           insert_plain insert_no_counter insert_ordering insert_plpgsql
 #           (default: all)
 set -euo pipefail
@@ -48,7 +50,7 @@ while [ $# -gt 0 ]; do
 		*) variants+=("$1"); shift ;;
 	esac
 done
-all=(copy_plain copy_no_counter copy_ordering copy_restore copy_plpgsql
+all=(copy_plain copy_no_counter copy_ordering copy_restore copy_plpgsql copy_disabled
 	insert_plain insert_no_counter insert_ordering insert_plpgsql)
 [ ${#variants[@]} -eq 0 ] && variants=("${all[@]}")
 for v in "${variants[@]}"; do
@@ -66,7 +68,21 @@ table_of() {
 		no_counter) echo no_counter_outbox ;;
 		ordering|restore) echo ext_outbox ;;
 		plpgsql) echo plpgsql_outbox ;;
+		disabled) echo disabled_outbox ;;
 	esac
+}
+
+# The tables of bench/sql/setup_producer.sql, and one attached table whose
+# trigger is disabled.
+setup_sql() {
+	cat "$SANDBOX/src/bench/sql/setup_producer.sql"
+	echo
+	echo "CREATE TABLE disabled_outbox (LIKE plain_outbox INCLUDING ALL);"
+	echo
+	echo "SELECT ordering.attach('disabled_outbox');"
+	echo
+	echo "ALTER TABLE disabled_outbox DISABLE TRIGGER ordering_sequence;"
+	echo
 }
 
 # The data files: row i (1..n) is event i / resources + 1 of resource
@@ -88,7 +104,7 @@ load_sql() {
 	local v=$1 n=$2 dir=$3 t
 	t=$(table_of "$v")
 	case "$v" in
-		copy_plain|copy_restore)
+		copy_plain|copy_restore|copy_disabled)
 			echo "COPY $t (resource_id, seq, event_type, payload) FROM '$dir/seq.$n';" ;;
 		copy_*)
 			echo "COPY $t (resource_id, event_type, payload) FROM '$dir/noseq.$n';" ;;
@@ -127,8 +143,7 @@ if [ "$callgrind" -eq 1 ]; then
 		echo "shared_preload_libraries = 'ordering'" >>"$data/postgresql.conf"
 		# -j: a command ends at a semicolon followed by an empty line
 		{
-			cat "$SANDBOX/src/bench/sql/setup_producer.sql"
-			echo
+			setup_sql
 			load_sql "$v" "$n" "$datadir"
 			echo
 		} >"$in"
@@ -160,7 +175,7 @@ bench_server_start "shared_buffers = 512MB" "max_wal_size = 8GB" \
 	"checkpoint_timeout = 30min"
 cpu_cgroup_attach "$(head -n1 "$data/postmaster.pid")"
 psql_bench() { as_postgres psql -X -q -h "$sock" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
-psql_bench -f "$SANDBOX/src/bench/sql/setup_producer.sql" >/dev/null
+setup_sql | psql_bench >/dev/null
 
 mkdir -p "$out"
 {
