@@ -189,6 +189,7 @@ ordering_wait_for_standbys(PG_FUNCTION_ARGS)
 
 	target = seen_wal_end();
 	XLogFlush(target);
+	Assert(GetFlushRecPtr(NULL) >= target);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
 	for (;;)
 	{
