@@ -17,10 +17,11 @@
 # baseline (copy_plain, insert_plain), the server CPU and the WAL per row,
 # and writes raw.txt and table.txt to DIR (default bench/out-copy).  Timings
 # mean something only on a quiet machine.
-# --callgrind: instructions per row instead, counted by callgrind in a
-# single-user backend (deterministic, fine on a busy machine): for each
-# variant a fresh cluster loads ROWS rows (default 100,000) and, in another
-# run, 0 rows; the difference over ROWS is the cost of a row.
+# --callgrind: instructions and WAL bytes per row instead, counted by
+# callgrind in a single-user backend (deterministic, fine on a busy
+# machine): for each variant a fresh cluster loads ROWS rows (default
+# 100,000) and, in another run, 0 rows; the difference over ROWS is the cost
+# of a row.  The ratio is the baseline's instructions over the variant's.
 #
 # variants: copy_plain copy_no_counter copy_ordering copy_restore copy_plpgsql
 #           copy_disabled
@@ -136,7 +137,8 @@ done
 chown -R postgres: "$datadir" 2>/dev/null || true
 
 if [ "$callgrind" -eq 1 ]; then
-	# total instructions of one single-user session loading $2 rows
+	# one single-user session loading $2 rows; sets cg_total (instructions)
+	# and cg_wal (WAL bytes of the load statement)
 	run_one() {
 		local v=$1 n=$2 data=$SANDBOX/data_$1_$2 in=$SANDBOX/in_$1_$2.sql
 		as_postgres initdb -D "$data" -A trust -U postgres >/dev/null
@@ -144,7 +146,11 @@ if [ "$callgrind" -eq 1 ]; then
 		# -j: a command ends at a semicolon followed by an empty line
 		{
 			setup_sql
+			echo "CREATE TABLE wal_mark AS SELECT pg_current_wal_insert_lsn() AS lsn;"
+			echo
 			load_sql "$v" "$n" "$datadir"
+			echo
+			echo "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), lsn) AS wal_bytes FROM wal_mark;"
 			echo
 		} >"$in"
 		chown postgres: "$in" 2>/dev/null || true
@@ -152,19 +158,23 @@ if [ "$callgrind" -eq 1 ]; then
 			"$SANDBOX_BIN/postgres" --single -D "$data" -j postgres \
 			<"$in" >"$SANDBOX/out.$v.$n" 2>"$SANDBOX/err.$v.$n"
 		grep -q ERROR "$SANDBOX/out.$v.$n" && { grep ERROR "$SANDBOX/out.$v.$n" | head >&2; exit 1; }
-		sed -n 's/^summary: \([0-9]*\).*/\1/p' "$SANDBOX/cg.$v.$n"
+		cg_total=$(sed -n 's/^summary: \([0-9]*\).*/\1/p' "$SANDBOX/cg.$v.$n")
+		cg_wal=$(sed -n 's/.*wal_bytes = "\([0-9]*\)".*/\1/p' "$SANDBOX/out.$v.$n")
 	}
-	echo "instructions per row, $rows rows over $resources resources (callgrind, single-user backend):"
+	echo "per row, $rows rows over $resources resources (callgrind, single-user backend):"
+	printf "%-18s %14s %11s %12s\n" variant instructions ratio wal_bytes
 	declare -A per_row
 	for v in "${variants[@]}"; do
-		t0=$(run_one "$v" 0)
-		t1=$(run_one "$v" "$rows")
-		per_row[$v]=$(awk -v a="$t0" -v b="$t1" -v n="$rows" 'BEGIN {printf "%.0f", (b - a) / n}')
+		run_one "$v" 0
+		t0=$cg_total w0=$cg_wal
+		run_one "$v" "$rows"
+		per_row[$v]=$(awk -v a="$t0" -v b="$cg_total" -v n="$rows" 'BEGIN {printf "%.0f", (b - a) / n}')
+		wal=$(awk -v a="$w0" -v b="$cg_wal" -v n="$rows" 'BEGIN {printf "%.1f", (b - a) / n}')
 		base=${v%%_*}_plain
 		ratio=-
 		[ -n "${per_row[$base]:-}" ] &&
 			ratio=$(awk -v b="${per_row[$base]}" -v x="${per_row[$v]}" 'BEGIN {printf "%.2fx", b / x}')
-		printf "%-18s %8s instructions per row   %s of %s\n" "$v" "${per_row[$v]}" "$ratio" "$base"
+		printf "%-18s %14s %11s %12s\n" "$v" "${per_row[$v]}" "$ratio" "$wal"
 	done
 	exit 0
 fi
