@@ -10,7 +10,7 @@
 #   apply_batch          one statement per batch: the projection upserted with
 #                        the events $APPLY_BATCH says are newer (the last
 #                        applied one of each resource in the batch)
-#   apply_guarded_batch  the seeds' guarded upsert over the batch in one
+#   apply_guarded_batch  apply_guarded's guarded upsert over the batch in one
 #                        statement (what a user batches without the extension)
 #   apply_ext_tx         BATCH single apply_ext statements in one transaction
 #   floor_batch          the batch's positions upserted without any check: the

@@ -137,7 +137,7 @@ done
 chown -R postgres: "$datadir" 2>/dev/null || true
 
 if [ "$callgrind" -eq 1 ]; then
-	# one single-user session loading $2 rows; sets cg_total (instructions)
+	# one single-user backend run loading $2 rows; sets cg_total (instructions)
 	# and cg_wal (WAL bytes of the load statement)
 	run_one() {
 		local v=$1 n=$2 data=$SANDBOX/data_$1_$2 in=$SANDBOX/in_$1_$2.sql
