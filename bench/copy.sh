@@ -198,7 +198,8 @@ mkdir -p "$out"
 
 raw=$out/raw.txt
 {
-	echo "# round workload variant rows_per_s failed server_cpu_us_per_row wal_bytes_per_row"
+	# the 7th column, 1, is bench/table.sh's events per transaction
+	echo "# round workload variant rows_per_s failed server_cpu_us_per_row 1 wal_bytes_per_row"
 	echo "# baseline copy copy_plain"
 	echo "# baseline insert insert_plain"
 } >"$raw"
@@ -221,7 +222,7 @@ for round in $(seq 1 "$rounds"); do
 		cpu=-
 		[ -n "$cpu0" ] && cpu=$(awk -v a="$cpu0" -v b="$cpu1" -v n="$rows" 'BEGIN {printf "%.3f", (b - a) / n}')
 		rps=$(awk -v a="$t0" -v b="$t1" -v n="$rows" 'BEGIN {printf "%.0f", n / ((b - a) / 1e9)}')
-		printf "%s %s %s %s 0 %s %.1f\n" "$round" "${v%%_*}" "$v" "$rps" "$cpu" "$wal" | tee -a "$raw"
+		printf "%s %s %s %s 0 %s 1 %.1f\n" "$round" "${v%%_*}" "$v" "$rps" "$cpu" "$wal" | tee -a "$raw"
 	done
 done
 
@@ -231,7 +232,7 @@ done
 	echo
 	echo "WAL bytes per row (median):"
 	for v in "${variants[@]}"; do
-		printf "%-18s %8s\n" "$v" "$(awk -v v="$v" '!/^#/ && $3 == v {print $7}' "$raw" |
+		printf "%-18s %8s\n" "$v" "$(awk -v v="$v" '!/^#/ && $3 == v {print $8}' "$raw" |
 			sort -g | awk '{a[NR] = $1} END {print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}')"
 	done
 } >"$out/table.txt"
