@@ -193,8 +193,13 @@ sub failover_under_load
 		'SELECT count(*) < 20 FROM ordering.outbox WHERE published_at IS NULL')
 	  or die 'the relay does not keep up';
 	my $receiver = wal_receiver($standby);
+	my $before = published_count();
 	kill 'STOP', $receiver;
+	# a second, and without the option until the relay has published 50 more
 	usleep(1_000_000);
+	$broker->poll_query_until('postgres', "SELECT count(*) >= $before + 50 FROM published")
+	  or die 'the relay published nothing new'
+	  if $replicated eq 'false';
 	$primary->stop('immediate');
 	stop_bg($load, $relay);
 	# what it had received but not written goes with it
