@@ -1,8 +1,8 @@
 # The batch consumer scripts of bench/run.sh (sourced): pgbench scripts in
 # which one transaction consumes BATCH events of the consumer stream of
-# bench/sql/setup_consumer.sql (the same stream, event for event, as the
-# one-event scripts: shuffled within blocks of d events per resource, 5%
-# duplicates), written by batch_scripts into a directory.
+# bench/sql/setup_consumer.sql (drawn by the same lines as in the one-event
+# scripts: shuffled within blocks of d events per resource, 5% duplicates),
+# written by batch_scripts into a directory.
 #
 #   deliver_batch        one set-based call per batch:
 #                        SELECT * FROM $DELIVER_BATCH('bench', resource_ids, seqs, payloads)
