@@ -33,7 +33,8 @@ OBJS = \
 	src/gaps.o \
 	src/worker.o \
 	src/sha256.o \
-	src/antientropy.o
+	src/antientropy.o \
+	src/standbys.o
 
 # Installing the default version runs the 1.0 script, then every upgrade
 # script after it: a fresh install and an upgraded one are built by the same
@@ -41,7 +42,7 @@ OBJS = \
 DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql
 
 REGRESS = producer producer_sql restore_mode consumer dead_letters gaps stats observability \
-	search_path gaps_search_path privileges hot_paths bad_input reconcile check
+	search_path gaps_search_path privileges hot_paths bad_input reconcile check replicated
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 

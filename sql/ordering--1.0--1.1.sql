@@ -1360,6 +1360,98 @@ REVOKE EXECUTE ON FUNCTION ordering.resource_bucket(text, integer),
     FROM PUBLIC;
 
 -------------------------------------------------------------------------------
+-- Failover-safe publishing
+-------------------------------------------------------------------------------
+
+-- A relay calls it after reading what it will publish and before publishing
+-- it (claim_unpublished(..., replicated => true) does): it returns once every
+-- connected standby has flushed the WAL of everything the caller has seen.
+CREATE FUNCTION ordering.wait_for_standbys(timeout interval DEFAULT '10s')
+    RETURNS pg_catalog.pg_lsn
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_wait_for_standbys';
+COMMENT ON FUNCTION ordering.wait_for_standbys(interval) IS
+    'Waits until every connected streaming standby has flushed the WAL of everything this transaction has seen, and returns that WAL position; SQLSTATE 55000 when that has not happened within the timeout';
+REVOKE EXECUTE ON FUNCTION ordering.wait_for_standbys(interval) FROM PUBLIC;
+
+-- claim_unpublished gains replicated and timeout.  An added overload would
+-- make claim_unpublished(100) ambiguous, so the 1.0 function is replaced;
+-- every call it accepted means what it meant.
+CREATE FUNCTION ordering.claim_unpublished(batch_size integer DEFAULT 100,
+                                           replicated boolean DEFAULT false,
+                                           timeout interval DEFAULT '10s')
+    RETURNS SETOF ordering.outbox
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF batch_size IS NULL THEN
+        RAISE EXCEPTION 'batch_size must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF batch_size OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'batch_size must not be negative, got %', batch_size
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF replicated IS NULL OR timeout IS NULL THEN
+        RAISE EXCEPTION 'replicated and timeout must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF timeout OPERATOR(pg_catalog.<) '0'::pg_catalog.interval THEN
+        RAISE EXCEPTION 'timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The rows are handed to the caller only when the function returns.
+    RETURN QUERY
+    SELECT o.* FROM ordering.outbox o
+     WHERE o.published_at IS NULL
+     ORDER BY o.id
+     LIMIT batch_size
+       FOR UPDATE SKIP LOCKED;
+    -- Every commit whose rows were just read or locked is in the WAL before
+    -- this point: wait until the standbys have it (see wait_for_standbys).
+    IF replicated AND FOUND THEN
+        PERFORM ordering.wait_for_standbys(timeout);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION ordering.claim_unpublished(integer, boolean, interval) IS
+    'For relays: up to batch_size unpublished outbox rows, locked until the end of the caller''s transaction and skipped by other relays; with replicated, only once every connected standby has flushed them (SQLSTATE 55000 after timeout)';
+REVOKE EXECUTE ON FUNCTION ordering.claim_unpublished(integer, boolean, interval) FROM PUBLIC;
+
+-- An upgraded database keeps who may claim: whoever could execute the 1.0
+-- function may execute the new one.  Those grants are the users', not the
+-- extension's, so they are kept out of the function's initial privileges,
+-- which pg_dump leaves out of a dump.
+DO $$
+DECLARE
+    old_fn pg_catalog.regprocedure := 'ordering.claim_unpublished(integer)';
+    new_fn pg_catalog.regprocedure := 'ordering.claim_unpublished(integer, boolean, interval)';
+    initial pg_catalog.aclitem[];
+    g record;
+BEGIN
+    SELECT p.proacl INTO initial FROM pg_catalog.pg_proc p
+     WHERE p.oid OPERATOR(pg_catalog.=) new_fn;
+    FOR g IN
+        SELECT e.grantee, e.is_grantable
+          FROM pg_catalog.pg_proc p,
+               pg_catalog.aclexplode(COALESCE(p.proacl, pg_catalog.acldefault('f', p.proowner))) e
+         WHERE p.oid OPERATOR(pg_catalog.=) old_fn
+           AND e.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND e.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', new_fn,
+            CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                 ELSE g.grantee::pg_catalog.regrole::pg_catalog.text END,
+            CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+    UPDATE pg_catalog.pg_init_privs i SET initprivs = initial
+     WHERE i.objoid OPERATOR(pg_catalog.=) new_fn
+       AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND i.objsubid OPERATOR(pg_catalog.=) 0;
+END
+$$;
+DROP FUNCTION ordering.claim_unpublished(integer);
+
+-------------------------------------------------------------------------------
 -- Privileges: the grant_* sets with the 1.1 objects
 -------------------------------------------------------------------------------
 
@@ -1375,7 +1467,8 @@ BEGIN
         'ordering.create_sequencing_triggers(regclass, name, name, text), '
         'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
         'ordering.sequence_guard(), ordering.resource_key(anyelement), '
-        'ordering.claim_unpublished(integer), '
+        'ordering.claim_unpublished(integer, boolean, interval), '
+        'ordering.wait_for_standbys(interval), '
         'ordering.mark_published(bigint[]), ordering.republish(text, bigint, bigint), '
         'ordering.purge_published(interval), '
         -- reconciliation, producer side
