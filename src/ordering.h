@@ -11,6 +11,8 @@
 #include "executor/spi.h"
 #include "utils/relcache.h"
 
+#include "compat.h"
+
 /* Settings (GUCs), defined in ordering.c */
 extern int	ordering_gap_deadline;	/* seconds */
 extern int	ordering_sweep_interval;	/* seconds */
@@ -28,7 +30,7 @@ extern void ordering_worker_register(void);
 
 /* The extension's own relations, in catalog.c */
 extern Oid	ordering_relation_oid(const char *relname);
-extern void ordering_relation_altered(const char *relname) pg_attribute_noreturn();
+ORDERING_NORETURN extern void ordering_relation_altered(const char *relname);
 extern Oid	ordering_primary_key_on_leading(Relation rel, int nkeys);
 
 /* SPI plans of the extension's own SQL, in plans.c */

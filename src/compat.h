@@ -1,0 +1,260 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *	  The PostgreSQL server APIs that differ between the major versions the
+ *	  extension builds on (15 to 18), behind one name each.
+ *
+ * Every difference lives here, as a macro or a static inline wrapper that
+ * the rest of the code calls on every version; no other file tests
+ * PG_VERSION_NUM.  Each wrapper says why it exists and what it does on each
+ * version.  The wrappers add no locking of their own: each takes exactly
+ * the locks of the server function it wraps, and the caller holds what that
+ * function needs (see heap_inplace_update below for the one that pins a
+ * buffer itself).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ORDERING_COMPAT_H
+#define ORDERING_COMPAT_H
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "catalog/pg_proc.h"
+#include "storage/bufmgr.h"
+#include "utils/acl.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+
+/*
+ * A function that never returns.  18 replaced the attribute written after
+ * the declaration (pg_attribute_noreturn()) by a specifier written before it
+ * (pg_noreturn); on 15 to 17 the attribute also works in front, so
+ * "ORDERING_NORETURN extern void f(void);" is right everywhere.
+ */
+#if PG_VERSION_NUM >= 180000
+#define ORDERING_NORETURN pg_noreturn
+#else
+#define ORDERING_NORETURN pg_attribute_noreturn()
+#endif
+
+/*
+ * The primary key of a table, or InvalidOid.  18 added an argument saying
+ * whether a deferrable primary key counts; before 18 a deferrable one was
+ * never returned, and it is not here either: a key that is checked only at
+ * commit cannot serve the probes that expect one row per key.
+ */
+static inline Oid
+ordering_primary_key_index(Relation rel)
+{
+#if PG_VERSION_NUM >= 180000
+	return RelationGetPrimaryKeyIndex(rel, false);
+#else
+	return RelationGetPrimaryKeyIndex(rel);
+#endif
+}
+
+/*
+ * Start an index scan.  18 added an instrumentation argument for EXPLAIN
+ * ANALYZE's counts of index searches; our scans are never explained.
+ */
+static inline IndexScanDesc
+ordering_index_beginscan(Relation heap, Relation index, Snapshot snapshot,
+						 int nkeys, int norderbys)
+{
+#if PG_VERSION_NUM >= 180000
+	return index_beginscan(heap, index, snapshot, NULL, nkeys, norderbys);
+#else
+	return index_beginscan(heap, index, snapshot, nkeys, norderbys);
+#endif
+}
+
+/*
+ * The columns (offset by FirstLowInvalidHeapAttributeNumber) that any index
+ * of the table covers, in a key, an INCLUDE list, an expression or a
+ * predicate.  16 split INDEX_ATTR_BITMAP_ALL into the columns that block a
+ * HOT update (HOT_BLOCKING) and those only summarizing indexes such as BRIN
+ * cover (SUMMARIZED); their union is the old set.  The caller frees it.
+ */
+static inline Bitmapset *
+ordering_indexed_columns(Relation rel)
+{
+#if PG_VERSION_NUM >= 160000
+	Bitmapset  *attrs;
+
+	attrs = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_HOT_BLOCKING);
+	return bms_add_members(attrs,
+						   RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_SUMMARIZED));
+#else
+	return RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_ALL);
+#endif
+}
+
+/*
+ * Which indexes need an entry for the new version that heap_update() wrote.
+ */
+typedef enum OrderingIndexUpdate
+{
+	ORDERING_INDEXES_NONE,		/* a HOT update: no index needs one */
+	ORDERING_INDEXES_ALL,		/* a new TID outside the HOT chain: every index */
+	ORDERING_INDEXES_SUMMARIZING	/* a HOT update that changed a column of a
+									 * summarizing index: only those (16+) */
+} OrderingIndexUpdate;
+
+/*
+ * heap_update(), telling which indexes need an entry for the new version.
+ * 16 made heap_update() answer that itself (TU_UpdateIndexes): a change of
+ * a column covered only by summarizing indexes no longer prevents a HOT
+ * update, but those indexes still need the new version's entry, or their
+ * summaries miss its value.  Before 16 such a column prevented HOT, so the
+ * answer is "every index" exactly when the new version is not heap-only.
+ * *indexes is NONE unless the update succeeded.
+ */
+static inline TM_Result
+ordering_heap_update(Relation rel, ItemPointer otid, HeapTuple newtup,
+					 CommandId cid, Snapshot crosscheck, bool wait,
+					 TM_FailureData *tmfd, LockTupleMode *lockmode,
+					 OrderingIndexUpdate *indexes)
+{
+	TM_Result	result;
+#if PG_VERSION_NUM >= 160000
+	TU_UpdateIndexes update_indexes = TU_None;
+
+	result = heap_update(rel, otid, newtup, cid, crosscheck, wait, tmfd,
+						 lockmode, &update_indexes);
+	if (result != TM_Ok || update_indexes == TU_None)
+		*indexes = ORDERING_INDEXES_NONE;
+	else if (update_indexes == TU_Summarizing)
+		*indexes = ORDERING_INDEXES_SUMMARIZING;
+	else
+		*indexes = ORDERING_INDEXES_ALL;
+#else
+	result = heap_update(rel, otid, newtup, cid, crosscheck, wait, tmfd,
+						 lockmode);
+	if (result == TM_Ok && !HeapTupleIsHeapOnly(newtup))
+		*indexes = ORDERING_INDEXES_ALL;
+	else
+		*indexes = ORDERING_INDEXES_NONE;
+#endif
+	return result;
+}
+
+/*
+ * Whether one index needs an entry, given ordering_heap_update()'s answer:
+ * the executor's rule (ExecInsertIndexTuples' onlySummarizing) for an index
+ * maintained by hand.
+ */
+static inline bool
+ordering_index_needs_entry(Relation index, OrderingIndexUpdate indexes)
+{
+	if (indexes == ORDERING_INDEXES_ALL)
+		return true;
+#if PG_VERSION_NUM >= 160000
+	if (indexes == ORDERING_INDEXES_SUMMARIZING)
+		return index->rd_indam->amsummarizing;
+#endif
+	return false;
+}
+
+/*
+ * Whether the server has heap_inplace_lock() and
+ * heap_inplace_update_and_unlock().  They replaced heap_inplace_update() in
+ * the fix "Fix data loss at inplace update after heap_update()" (September
+ * 2024), which 18 has from the start and the stable branches from their
+ * next releases: 15.9, 16.5, 17.1.  Those branches kept
+ * heap_inplace_update() for extensions, so older minor releases fall back
+ * to it; 18 has only the pair.
+ */
+#if PG_VERSION_NUM >= 170001 || \
+	(PG_VERSION_NUM >= 160005 && PG_VERSION_NUM < 170000) || \
+	(PG_VERSION_NUM >= 150009 && PG_VERSION_NUM < 160000)
+#define ORDERING_HAVE_INPLACE_LOCK 1
+#endif
+
+#ifdef ORDERING_HAVE_INPLACE_LOCK
+/*
+ * heap_inplace_lock()'s release callback: drop the pin of the buffer it
+ * gave up (arg points to the Buffer) before it waits for another
+ * transaction.
+ */
+static inline void
+ordering_inplace_release(void *arg)
+{
+	Buffer	   *buf = (Buffer *) arg;
+
+	ReleaseBuffer(*buf);
+	*buf = InvalidBuffer;
+}
+#endif
+
+/*
+ * Overwrite a heap tuple's data in place, without a new version:
+ * newtup->t_self names the tuple, and newtup must have its length and
+ * header length (only fixed-width values may differ).  Returns true when
+ * done; false, with nothing changed, when the tuple was locked or updated
+ * by another transaction (after waiting for it): the caller then takes
+ * heap_update().  The overwrite is WAL-logged but not seen by logical
+ * decoding.
+ *
+ * Where heap_inplace_lock() exists (15.9+, 16.5+, 17.1+, 18) this is one
+ * code path: pin the page, point a HeapTupleData at the tuple on it (the pin
+ * keeps it there: moving tuples within a page takes a cleanup lock, which
+ * waits for our pin), let heap_inplace_lock() take the tuple lock and the
+ * buffer's exclusive lock and check that nobody else is updating the tuple,
+ * then heap_inplace_update_and_unlock() writes WAL and the bytes and
+ * unlocks.  That path also processes pending shared invalidations before it
+ * returns (catalog tuples need it), so relcache callbacks may run inside
+ * this call.  Older minor releases call the deprecated
+ * heap_inplace_update(), which locks only the buffer and always succeeds.
+ */
+static inline bool
+ordering_heap_inplace_update(Relation rel, HeapTuple newtup)
+{
+#ifdef ORDERING_HAVE_INPLACE_LOCK
+	OffsetNumber offnum = ItemPointerGetOffsetNumber(&newtup->t_self);
+	Buffer		buf;
+	Page		page;
+	ItemId		lp = NULL;
+	HeapTupleData oldtup;
+
+	buf = ReadBuffer(rel, ItemPointerGetBlockNumber(&newtup->t_self));
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (offnum >= FirstOffsetNumber && offnum <= PageGetMaxOffsetNumber(page))
+		lp = PageGetItemId(page, offnum);
+	if (lp == NULL || !ItemIdIsNormal(lp))
+		elog(ERROR, "invalid line pointer (%u,%u) in \"%s\"",
+			 ItemPointerGetBlockNumber(&newtup->t_self), offnum,
+			 RelationGetRelationName(rel));
+	oldtup.t_tableOid = RelationGetRelid(rel);
+	oldtup.t_self = newtup->t_self;
+	oldtup.t_len = ItemIdGetLength(lp);
+	oldtup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+
+	if (!heap_inplace_lock(rel, &oldtup, buf, ordering_inplace_release, &buf))
+		return false;			/* the callback released the buffer */
+	heap_inplace_update_and_unlock(rel, &oldtup, newtup, buf);
+	ReleaseBuffer(buf);
+	return true;
+#else
+	heap_inplace_update(rel, newtup);
+	return true;
+#endif
+}
+
+/*
+ * Whether a role may execute a function.  16 replaced the per-class
+ * pg_*_aclcheck() functions by object_aclcheck(class, object, ...).
+ */
+static inline AclResult
+ordering_proc_aclcheck(Oid proc, Oid role, AclMode mode)
+{
+#if PG_VERSION_NUM >= 160000
+	return object_aclcheck(ProcedureRelationId, proc, role, mode);
+#else
+	return pg_proc_aclcheck(proc, role, mode);
+#endif
+}
+
+#endif							/* ORDERING_COMPAT_H */
