@@ -29,7 +29,8 @@ OBJS = \
 # statements.
 DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql
 
-REGRESS = producer consumer gaps stats search_path gaps_search_path privileges hot_paths bad_input
+REGRESS = producer consumer gaps stats search_path gaps_search_path privileges hot_paths bad_input \
+	compat
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
