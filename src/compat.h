@@ -91,6 +91,21 @@ ordering_indexed_columns(Relation rel)
 }
 
 /*
+ * Release what an index access method kept in the IndexInfo between the
+ * inserts of one statement; call it once the last index_insert() with that
+ * IndexInfo is done.  17 added this step (aminsertcleanup): BRIN keeps its
+ * range map's buffers pinned there, and they leak without it.  Before 17
+ * every insert released its own.
+ */
+static inline void
+ordering_index_insert_cleanup(Relation index, struct IndexInfo *info)
+{
+#if PG_VERSION_NUM >= 170000
+	index_insert_cleanup(index, info);
+#endif
+}
+
+/*
  * Which indexes need an entry for the new version that heap_update() wrote.
  */
 typedef enum OrderingIndexUpdate
