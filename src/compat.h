@@ -17,6 +17,7 @@
 #ifndef ORDERING_COMPAT_H
 #define ORDERING_COMPAT_H
 
+#include "access/amapi.h"
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
