@@ -9,7 +9,7 @@
  * PG_VERSION_NUM.  Each wrapper says why it exists and what it does on each
  * version.  The wrappers add no locking of their own: each takes exactly
  * the locks of the server function it wraps, and the caller holds what that
- * function needs (see heap_inplace_update below for the one that pins a
+ * function needs (ordering_heap_inplace_update below is the one that pins a
  * buffer itself).
  *
  *-------------------------------------------------------------------------
