@@ -24,6 +24,8 @@
 # The raw runs, the table and a chart (ratios.png) are written to DIR
 # (default bench/out).  Timings on a shared 2-core machine are noisy: read
 # ratios of medians from one run, never single absolute numbers.
+# PG_CONFIG=/path/to/pg_config runs it on another PostgreSQL (see
+# test/lib.sh); without PgQ there, the pgq variants are left out.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -72,8 +74,14 @@ workloads=(
 )
 
 # PgQ must be installed before sandbox_create copies the PostgreSQL tree.
-ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev \
-	postgresql-15-pgq3 gnuplot-nox
+# A PostgreSQL of PG_CONFIG without PgQ runs every workload without the pgq
+# variants.
+ensure_packages $(pg_packages pgq3) make gcc libc6-dev gnuplot-nox
+have_pgq=1
+if [ ! -f "$(pg_dir --sharedir)/extension/pgq.control" ]; then
+	have_pgq=0
+	echo "PgQ is not installed in $(pg_dir --sharedir): the pgq variants are left out"
+fi
 mkdir -p "$out"
 sandbox_create "$here"
 trap 'as_postgres pg_ctl -D "$SANDBOX/data" -m immediate stop >/dev/null 2>&1 || true; cpu_cgroup_remove; sandbox_destroy' EXIT
@@ -105,7 +113,8 @@ settle() {
 	[ -z "$1" ] || psql_bench -f "$SANDBOX/src/bench/sql/$1.sql" >/dev/null
 }
 psql_bench -f "$SANDBOX/src/bench/sql/setup_producer.sql" >/dev/null
-psql_bench -c "CREATE EXTENSION pgq" -c "SELECT pgq.create_queue('bench')" >/dev/null
+[ "$have_pgq" = 0 ] ||
+	psql_bench -c "CREATE EXTENSION pgq" -c "SELECT pgq.create_queue('bench')" >/dev/null
 psql_bench -f "$SANDBOX/src/bench/sql/setup_consumer.sql" >/dev/null
 {
 	echo "machine: $(nproc) cores, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n1)," \
@@ -144,6 +153,7 @@ for round in $(seq 1 "$rounds"); do
 		for d in $defs; do dopts+=(-D "$d"); done
 		# rotate the order by round: no variant always runs first (right
 		# after another workload's autovacuum, say) or last
+		[ "$have_pgq" = 1 ] || variants=$(tr ' ' '\n' <<<"$variants" | grep -v '^pgq' | paste -sd ' ')
 		read -r -a vs <<<"$variants"
 		n=${#vs[@]}
 		for i in $(seq 0 $((n - 1))); do

@@ -8,7 +8,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$here/test/lib.sh"
-ensure_packages cppcheck clang-tidy postgresql-server-dev-15
+ensure_packages cppcheck clang-tidy $(pg_packages)
 
 server_inc=$("$PG_CONFIG_SYSTEM" --includedir-server)
 cd "$here"

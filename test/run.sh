@@ -10,6 +10,10 @@
 #                               upgrade: 1.0 filled, then updated (test/upgrade.sh),
 #                               package: the Debian package built, checked with
 #                               lintian, installed and tested (test/package.sh))
+#   PG_CONFIG=/path/to/pg_config bash test/run.sh
+#                               the same against another PostgreSQL (15 or
+#                               later, built with --enable-tap-tests for tap);
+#                               by default Debian's 15, installed if missing
 #
 # Works from any folder on a fresh Debian 12 machine as root: installs what is
 # missing, copies the source tree and a private copy of the PostgreSQL
@@ -17,7 +21,7 @@
 # and installs the extension into that copy (never into the system's), and
 # runs each suite on its own throwaway server with the library preloaded.
 # Several runs may go on side by side.  Exits non-zero on any failure and
-# prints regression.diffs.
+# prints regression.diffs.  It names the PostgreSQL it tests before it starts.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,9 +30,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 suites=${*:-lint regress isolation tap valgrind demo monitoring examples upgrade package}
 
-ensure_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl \
+ensure_packages $(pg_packages) libipc-run-perl \
 	prometheus-postgres-exporter python3-psycopg \
 	make gcc libc6-dev
+echo "PostgreSQL: $("$PG_CONFIG_SYSTEM" --version) ($PG_CONFIG_SYSTEM)"
 sandbox_create "$here"
 trap sandbox_destroy EXIT
 sandbox_build

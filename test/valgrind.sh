@@ -21,7 +21,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 suites=${*:-regress isolation}
 
-ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev valgrind
+ensure_packages $(pg_packages) make gcc libc6-dev valgrind
 sandbox_create "$here"
 trap sandbox_destroy EXIT
 sandbox_build
