@@ -134,10 +134,14 @@ SELECT count(*) AS above_bound,
 SELECT count(*) FROM ordering.hot_resources('stream', 'obs hot', 3);
 SELECT count(*) FROM ordering.hot_resources('stream', 'obs hot', 0);
 SELECT count(*) FROM ordering.hot_resources('stream', 'obs hot');
--- the metrics carry the five busiest
-SELECT line FROM regexp_split_to_table(ordering.metrics(), E'\n') AS line
+-- the metrics carry the five busiest, with the counts of the function
+SELECT substring(line FROM 'resource="([^"]*)"') AS resource,
+       substring(line FROM ' ([0-9]+)$')::bigint = h.events AS same_count
+  FROM regexp_split_to_table(ordering.metrics(), E'\n') AS line
+  JOIN ordering.hot_resources('stream', 'obs hot', 5) h
+    ON h.resource_id = substring(line FROM 'resource="([^"]*)"')
  WHERE line LIKE 'ordering_stream_hot_resource_events_total{stream="obs hot"%'
- ORDER BY line;
+ ORDER BY h.events DESC;
 DELETE FROM ordering.sequences WHERE stream = 'obs hot';
 
 -- A consumer's hot resources count the events handed to it (stale and
