@@ -608,9 +608,12 @@ pending_discard(void)
 		pending_dirty[i]->shared = NULL;
 	}
 	pending_ndirty = 0;
-	if (hot_n > 0)
-		hotindex_reset(hot_index);
-	hot_n = 0;
+
+	/*
+	 * Empty the index: entry by entry when it holds few (a reset clears all
+	 * of its memory, which after one large transaction is large), and drop
+	 * log and index when they grew large.
+	 */
 	if (hot_max > HOT_LOG_KEEP)
 	{
 		pfree(hot_log);
@@ -619,6 +622,21 @@ pending_discard(void)
 		hotindex_destroy(hot_index);
 		hot_index = NULL;
 	}
+	else if (hot_n > 0 && (uint64) hot_n * 8 < hot_index->size)
+	{
+		for (i = 0; i < hot_n; i++)
+		{
+			HotKey		key;
+
+			key.owner = hot_log[i].owner;
+			key.hash = hot_log[i].hash;
+			key.level = hot_log[i].level;
+			(void) hotindex_delete(hot_index, key);
+		}
+	}
+	else if (hot_n > 0)
+		hotindex_reset(hot_index);
+	hot_n = 0;
 }
 
 /*
