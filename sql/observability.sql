@@ -159,6 +159,23 @@ SELECT count(*) FROM ordering.deliver('obs-c', 'y', 2, '{}');
 RELEASE SAVEPOINT b;
 COMMIT;
 SELECT * FROM ordering.hot_resources('consumer', 'obs-c');
+-- the same with more resources in a transaction than are kept without an
+-- index: k1 .. k20 once, a rolled-back savepoint, a released one with k1 ..
+-- k5 again and three new ones, then k1 once more
+BEGIN;
+SELECT count(ordering.apply_if_newer('obs-i', 'k' || i, 1)) FROM generate_series(1, 20) i;
+SAVEPOINT a;
+SELECT count(ordering.apply_if_newer('obs-i', 'k' || i, 2)) FROM generate_series(1, 20) i;
+ROLLBACK TO SAVEPOINT a;
+SAVEPOINT b;
+SELECT count(ordering.apply_if_newer('obs-i', 'k' || i, 3)) FROM generate_series(1, 5) i;
+SELECT count(ordering.apply_if_newer('obs-i', 'new' || i, 1)) FROM generate_series(1, 3) i;
+RELEASE SAVEPOINT b;
+SELECT ordering.apply_if_newer('obs-i', 'k1', 4);
+COMMIT;
+SELECT * FROM ordering.hot_resources('consumer', 'obs-i', 4);
+SELECT sum(events), count(*), max(max_error)
+  FROM ordering.hot_resources('consumer', 'obs-i', 100);
 -- an unknown name has none; bad arguments are refused
 SELECT count(*) FROM ordering.hot_resources('consumer', 'nobody');
 SELECT * FROM ordering.hot_resources('table', 'obs-c');

@@ -190,6 +190,8 @@ typedef struct PendingHot
 /* The hot log starts with room for this many; a larger one is freed at end */
 #define HOT_LOG_INITIAL		64
 #define HOT_LOG_KEEP		4096
+/* Up to this many entries are searched one by one, without the index */
+#define HOT_LOG_LINEAR		8
 
 /* The index of the hot log: (owner, level, resource hash) -> entry */
 typedef struct HotKey
@@ -252,6 +254,7 @@ static PendingHot *hot_log = NULL;
 static int	hot_n = 0;
 static int	hot_max = 0;
 static hotindex_hash *hot_index = NULL;
+static bool hot_indexed = false;	/* hot_index holds the log's keys */
 static bool warned_full = false;
 static bool warned_sketches = false;
 
@@ -485,7 +488,7 @@ copy_resource(char *dst, const char *resource, int len)
 }
 
 /*
- * Make room for one more entry in the hot log (and create its index).
+ * Make room for one more entry in the hot log.
  */
 static void
 pending_hot_make_room(void)
@@ -501,36 +504,90 @@ pending_hot_make_room(void)
 		hot_max *= 2;
 		hot_log = repalloc_huge(hot_log, (Size) hot_max * sizeof(PendingHot));
 	}
-	if (hot_index == NULL)
-		hot_index = hotindex_create(TopMemoryContext, HOT_LOG_INITIAL, NULL);
+}
+
+/*
+ * The key of a hot-log entry.
+ */
+static inline HotKey
+hot_key(PendingEntry *owner, uint64 hash, int level)
+{
+	HotKey		key;
+
+	key.owner = owner;
+	key.hash = hash;
+	key.level = level;
+	return key;
+}
+
+/*
+ * The entry of a key among the first "upto" entries of the hot log, or -1:
+ * searched one by one while the log is short, else through the index.
+ */
+static int
+pending_hot_find(HotKey key, int upto)
+{
+	if (hot_indexed)
+	{
+		HotIndexEntry *ie = hotindex_lookup(hot_index, key);
+
+		return ie != NULL && ie->entry < upto ? ie->entry : -1;
+	}
+	for (int i = 0; i < upto; i++)
+	{
+		PendingHot *h = &hot_log[i];
+
+		if (h->owner == key.owner && h->hash == key.hash && h->level == key.level)
+			return i;
+	}
+	return -1;
 }
 
 /*
  * Add n to the entry of (owner, level, hash) in the hot log, or append one.
  * The entry is told by its key alone: two resource ids with the same 64-bit
- * hash count as one.
+ * hash count as one.  A transaction's first HOT_LOG_LINEAR entries are
+ * searched one by one (most transactions have a few); from one more on,
+ * through the index, built then.
  */
 static void
 pending_hot_add(PendingEntry *owner, int level, uint64 hash,
 				const char *resource, int len, int64 n)
 {
-	HotKey		key;
-	HotIndexEntry *ie;
-	bool		found;
+	HotKey		key = hot_key(owner, hash, level);
+	int			found = pending_hot_find(key, hot_n);
 	PendingHot *h;
 
-	if (hot_log == NULL || hot_index == NULL || hot_n >= hot_max)
-		pending_hot_make_room();
-	key.owner = owner;
-	key.hash = hash;
-	key.level = level;
-	ie = hotindex_insert(hot_index, key, &found);
-	if (found)
+	if (found >= 0)
 	{
-		hot_log[ie->entry].n += n;
+		hot_log[found].n += n;
 		return;
 	}
-	ie->entry = hot_n;
+	if (hot_log == NULL || hot_n >= hot_max)
+		pending_hot_make_room();
+	if (!hot_indexed && hot_n >= HOT_LOG_LINEAR)
+	{
+		if (hot_index == NULL)
+			hot_index = hotindex_create(TopMemoryContext, HOT_LOG_INITIAL, NULL);
+		for (int i = 0; i < hot_n; i++)
+		{
+			HotIndexEntry *ie;
+			bool		exists;
+
+			ie = hotindex_insert(hot_index,
+								 hot_key(hot_log[i].owner, hot_log[i].hash,
+										 hot_log[i].level), &exists);
+			if (!exists)
+				ie->entry = i;
+		}
+		hot_indexed = true;
+	}
+	if (hot_indexed)
+	{
+		bool		exists;
+
+		hotindex_insert(hot_index, key, &exists)->entry = hot_n;
+	}
 	h = &hot_log[hot_n++];
 	h->owner = owner;
 	h->level = level;
@@ -614,28 +671,27 @@ pending_discard(void)
 	 * of its memory, which after one large transaction is large), and drop
 	 * log and index when they grew large.
 	 */
+	if (hot_indexed && hot_max > HOT_LOG_KEEP)
+	{
+		hotindex_destroy(hot_index);
+		hot_index = NULL;
+	}
+	else if (hot_indexed && (uint64) hot_n * 8 < hot_index->size)
+	{
+		for (i = 0; i < hot_n; i++)
+			(void) hotindex_delete(hot_index,
+								   hot_key(hot_log[i].owner, hot_log[i].hash,
+										   hot_log[i].level));
+	}
+	else if (hot_indexed)
+		hotindex_reset(hot_index);
 	if (hot_max > HOT_LOG_KEEP)
 	{
 		pfree(hot_log);
 		hot_log = NULL;
 		hot_max = 0;
-		hotindex_destroy(hot_index);
-		hot_index = NULL;
 	}
-	else if (hot_n > 0 && (uint64) hot_n * 8 < hot_index->size)
-	{
-		for (i = 0; i < hot_n; i++)
-		{
-			HotKey		key;
-
-			key.owner = hot_log[i].owner;
-			key.hash = hot_log[i].hash;
-			key.level = hot_log[i].level;
-			(void) hotindex_delete(hot_index, key);
-		}
-	}
-	else if (hot_n > 0)
-		hotindex_reset(hot_index);
+	hot_indexed = false;
 	hot_n = 0;
 }
 
@@ -929,27 +985,27 @@ pending_hot_subxact_end(int level, bool committed)
 	for (int i = first; i < hot_n; i++)
 	{
 		PendingHot *h = &hot_log[i];
-		HotKey		key;
-		HotIndexEntry *ie;
-		bool		found;
+		int			parent;
 
 		Assert(h->level == level);
-		key.owner = h->owner;
-		key.hash = h->hash;
-		key.level = level;
-		hotindex_delete(hot_index, key);
+		if (hot_indexed)
+			(void) hotindex_delete(hot_index, hot_key(h->owner, h->hash, level));
 		if (!committed)
 			continue;
 		h->level = level - 1;
-		key.level = level - 1;
-		ie = hotindex_insert(hot_index, key, &found);
-		if (found)
+		parent = pending_hot_find(hot_key(h->owner, h->hash, level - 1), first);
+		if (parent >= 0)
 		{
-			hot_log[ie->entry].n += h->n;
+			hot_log[parent].n += h->n;
 			h->n = 0;
 		}
-		else
-			ie->entry = i;
+		else if (hot_indexed)
+		{
+			bool		exists;
+
+			hotindex_insert(hot_index, hot_key(h->owner, h->hash, level - 1),
+							&exists)->entry = i;
+		}
 	}
 	if (!committed)
 		hot_n = first;
