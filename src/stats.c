@@ -752,8 +752,9 @@ kind_hash(const PendingEntry *e, int *max, Size *entrysize)
 /*
  * Whether publishing needs the LWLock exclusive: some pending entry has no
  * shared entry yet (and its table has room for one), or needs a sketch the
- * pool can still give.  The caller holds the LWLock shared, and adds up the
- * frames of each entry into its total here.
+ * pool can still give.  The caller holds the LWLock shared; this adds up
+ * the frames of each entry into its total and remembers the shared entry it
+ * found (valid while the lock is held).
  */
 static bool
 publish_needs_exclusive(void)
@@ -772,6 +773,7 @@ publish_needs_exclusive(void)
 		void	   *entry;
 
 		memset(&e->total, 0, sizeof(Counters));
+		e->shared = NULL;
 		for (f = e->top; f != NULL; f = f->next)
 			add_counters(&e->total, &f->c);
 		/* all of it was in rolled-back savepoints: nothing to publish */
@@ -785,6 +787,7 @@ publish_needs_exclusive(void)
 		memcpy(key.name, e->key.name, sizeof(key.name));
 		hash = kind_hash(e, &max, &entrysize);
 		entry = hash_search(hash, &key, HASH_FIND, NULL);
+		e->shared = entry;
 		if (entry == NULL)
 			exclusive = hash_get_num_entries(hash) < max;
 		else if (e->hot && ENTRY_SKETCH(entry) == 0)
@@ -827,22 +830,28 @@ pending_publish(void)
 		Size		entrysize;
 		void	   *entry;
 
-		e->shared = NULL;
 		if (!e->hot && memcmp(&e->total, &zero_counters, sizeof(Counters)) == 0)
+		{
+			e->shared = NULL;
 			continue;
+		}
 
-		memset(&key, 0, sizeof(key));
-		key.dbid = MyDatabaseId;
-		memcpy(key.name, e->key.name, sizeof(key.name));
-		hash = kind_hash(e, &max, &entrysize);
 		/*
-		 * In shared mode, what is missing stays missing (its table is full):
-		 * never upgrade here, the entries found so far must stay valid.
+		 * In shared mode, the lock was held since publish_needs_exclusive()
+		 * looked the entry up, and what was missing stays missing (its table
+		 * is full): never upgrade here, the entries found so far must stay
+		 * valid.
 		 */
 		if (mode == LW_EXCLUSIVE)
+		{
+			memset(&key, 0, sizeof(key));
+			key.dbid = MyDatabaseId;
+			memcpy(key.name, e->key.name, sizeof(key.name));
+			hash = kind_hash(e, &max, &entrysize);
 			entry = shared_entry(hash, max, entrysize, &key, &mode);
+		}
 		else
-			entry = hash_search(hash, &key, HASH_FIND, NULL);
+			entry = e->shared;
 		if (entry == NULL)
 		{
 			dropped = true;
