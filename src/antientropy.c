@@ -34,6 +34,7 @@
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
+#include "compat.h"
 #include "sha256.h"
 
 PG_FUNCTION_INFO_V1(ordering_resource_bucket);

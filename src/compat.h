@@ -27,6 +27,14 @@
 #include "utils/relcache.h"
 
 /*
+ * The varlena macros (VARDATA_ANY, VARSIZE_ANY_EXHDR): 16 moved them from
+ * postgres.h into varatt.h.
+ */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
+/*
  * A function that never returns.  18 replaced the attribute written after
  * the declaration (pg_attribute_noreturn()) by a specifier written before it
  * (pg_noreturn); on 15 to 17 the attribute also works in front, so
@@ -36,6 +44,22 @@
 #define ORDERING_NORETURN pg_noreturn
 #else
 #define ORDERING_NORETURN pg_attribute_noreturn()
+#endif
+
+/*
+ * The parameters of an ExecutorRun hook, and the arguments that pass them
+ * on.  18 dropped execute_once (a portal now says itself whether it may run
+ * again); a hook written with these names is right on every version.
+ */
+#if PG_VERSION_NUM >= 180000
+#define ORDERING_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count
+#define ORDERING_EXECUTOR_RUN_ARGS queryDesc, direction, count
+#else
+#define ORDERING_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count, \
+	bool execute_once
+#define ORDERING_EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
 #endif
 
 /*

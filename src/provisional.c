@@ -55,6 +55,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "compat.h"
 #include "counters.h"
 #include "ordering.h"
 #include "provisional.h"
@@ -163,16 +164,15 @@ provisional_settle_level(void)
  * they are decided.
  */
 static void
-provisional_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction,
-						uint64 count, bool execute_once)
+provisional_ExecutorRun(ORDERING_EXECUTOR_RUN_PARAMS)
 {
 	statement_level++;
 	PG_TRY();
 	{
 		if (prev_ExecutorRun)
-			prev_ExecutorRun(queryDesc, direction, count, execute_once);
+			prev_ExecutorRun(ORDERING_EXECUTOR_RUN_ARGS);
 		else
-			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+			standard_ExecutorRun(ORDERING_EXECUTOR_RUN_ARGS);
 		if (provisionals != NIL)
 			give_back(statement_level);
 	}
