@@ -174,6 +174,8 @@ attached_check(Relation rel, Trigger *trigger, const char *stream)
 	if (hash_search(attached_cache, &relid, HASH_FIND, NULL) != NULL)
 		return;
 
+	/* a 1.0 database has neither the companions nor the registry */
+	owned_check_version();
 	check_companions(rel, trigger);
 	registered = registered_stream(rel);
 	if (registered == NULL || strcmp(registered, stream) != 0)

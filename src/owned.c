@@ -240,12 +240,14 @@ installed_version(void)
 }
 
 /*
- * Refuse tables of another version of the extension, with the hint that
- * fixes it.  While CREATE or ALTER EXTENSION runs its scripts the version is
- * in flux, and the scripts do not call us on tables they are changing.
+ * Refuse to work in a database where the extension is at another version
+ * than this library (after the new version is installed and the server
+ * restarted, until ALTER EXTENSION UPDATE), with the hint that fixes it.
+ * While CREATE or ALTER EXTENSION runs its scripts the version is in flux,
+ * and the scripts do not call us on tables they are changing.
  */
-static void
-check_version(const OwnedTableDef *def)
+void
+owned_check_version(void)
 {
 	char	   *version;
 
@@ -389,7 +391,7 @@ check_table(Relation rel, const OwnedTableDef *def)
 	ListCell   *lc;
 	Oid			pkid = ordering_primary_key_index(rel);
 
-	check_version(def);
+	owned_check_version();
 	check_columns(rel, def);
 	if (!OidIsValid(pkid))
 		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,

@@ -137,6 +137,7 @@ extern void owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel);
 extern Relation owned_pk(OwnedRel *orel);
 extern void owned_close(OwnedRel *orel);
 extern void owned_prevent_write(const char *what);
+extern void owned_check_version(void);
 extern void owned_check_key_length(text *key, const char *what);
 extern void owned_index_insert(OwnedRel *orel, HeapTuple tuple,
 							   Bitmapset *changed, OrderingIndexUpdate which);

@@ -595,10 +595,20 @@ probe_dirty(OwnedRel *orel, const Datum *key, TransactionId *xwait,
 	scan = ordering_index_beginscan(orel->rel, owned_pk(orel), &dirty, nkeys, 0);
 	index_rescan(scan, keys, nkeys, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	*xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
-	*token = dirty.speculativeToken;
+
+	/*
+	 * The dirty snapshot's fields describe the last tuple it was asked
+	 * about, and are unset when no tuple was: read them only for a hit (as
+	 * check_exclusion_or_unique_constraint does).
+	 */
+	*xwait = InvalidTransactionId;
+	*token = 0;
 	if (found)
+	{
+		*xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+		*token = dirty.speculativeToken;
 		*tid = slot->tts_tid;
+	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	return found;
