@@ -340,7 +340,8 @@ my $ok = PostgreSQL::Test::Utils::run_log(
 ok(!$ok, 'without the steps: pg_restore exits non-zero');
 like($stderr, qr/COPY failed for table "outbox": ERROR:  expected sequence number/,
 	'without the steps: the COPY of ordering.outbox is refused');
-like($stderr, qr/HINT:  .*ordering\.pre_restore\(\)/, 'without the steps: the hint names ordering.pre_restore()');
+like($stderr, qr/HINT:  .*ordering\.restoring = on .*ordering\.pre_restore\(\).*ordering\.post_restore\(\)/,
+	'without the steps: the hint names the steps');
 like($stderr, qr/errors ignored on restore: 1$/m, 'without the steps: that is the only error');
 my %source = map { (split /\|/)[0] => $_ } split /\n/, $fingerprint;
 my %left = map { (split /\|/)[0] => $_ } split /\n/, $node->safe_psql('r_no_steps', $fingerprint_sql);
