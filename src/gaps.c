@@ -63,6 +63,7 @@
 
 #include "decision_log.h"
 #include "ordering.h"
+#include "owned.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(ordering_sweep_gaps);
@@ -140,6 +141,8 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 	int			ret;
 	uint64		i;
 
+	/* before the lock: a read-only caller must not block deliver() */
+	owned_prevent_write("ordering.sweep_gaps()");
 	InitMaterializedSRF(fcinfo, 0);
 	if (rsinfo->setDesc->natts != GAP_REQUEST_NATTS)
 		elog(ERROR, "ordering.gap_requests has %d columns, expected %d",
