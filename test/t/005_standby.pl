@@ -4,7 +4,8 @@
 # after the numbers the standby had replayed, and the gap sweeper starts.  A
 # standby that had not replayed the primary's last commits hands their
 # numbers out again once promoted: asynchronous replication can lose them
-# (docs/replicas.md).
+# (docs/replicas.md); a counter row inserted raises the counter past them, and
+# a consumer database loses positions and applied rows together.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -33,6 +34,8 @@ $primary->safe_psql('app', q{
 	    LANGUAGE sql AS $$ INSERT INTO applied VALUES (r, s, p) $$;
 	INSERT INTO applied SELECT 'r1', seq, payload FROM ordering.deliver('ledger', 'r1', 1, '{}');
 	INSERT INTO applied SELECT 'r1', seq, payload FROM ordering.deliver('ledger', 'r1', 3, '{"n": 3}');
+	INSERT INTO applied SELECT 'r5', seq, payload FROM ordering.deliver('ledger', 'r5', 1, '{}');
+	SELECT ordering.apply_if_newer('billing', 'r5', 1);
 });
 
 $primary->backup('base');
@@ -122,12 +125,21 @@ is($standby->safe_psql('app', q{
 	       (SELECT count(*) = 0 FROM ordering.dead_letters) AND
 	       ordering.metrics() LIKE '%# TYPE ordering_events_consumed_total counter%'}),
 	't', 'standby: the statistics views, metrics(), open_gaps and dead_letters read');
+# The counters of the statistics are each server's own; parked_current is
+# read from the replicated table.
+my $stats_sql = q{SELECT sum(events_consumed) || ' ' || sum(parked_current) FROM ordering.stats};
+like($primary->safe_psql('app', $stats_sql), qr/^[1-9]\d* 1$/,
+	'primary: the consumers are counted, one event is parked');
+is($standby->safe_psql('app', $stats_sql), '0 1',
+	'standby: ordering.stats counts what ran on the standby (nothing), and the parked event');
 
 # The primary's last commits that one standby never receives.
 $behind->stop;
 $primary->safe_psql('app', q{
 	SELECT ordering.emit('r1', 'e', '{"lost": true}') FROM generate_series(1, 3);
-	SELECT ordering.next_sequence('invoices', 'shop');});
+	SELECT ordering.next_sequence('invoices', 'shop');
+	INSERT INTO applied SELECT 'r5', seq, payload FROM ordering.deliver('ledger', 'r5', 2, '{}');
+	SELECT ordering.apply_if_newer('billing', 'r5', 2);});
 $primary->wait_for_catchup($standby);
 my $last = $primary->safe_psql('app', q{
 	SELECT ordering.last_sequence('ordering.outbox', 'r1') || ' ' ||
@@ -189,6 +201,23 @@ is($behind->safe_psql('app', q{
 	'6 4', 'behind, promoted: numbers 6 and 4, which the lost commits also had');
 is($standby->safe_psql('app', q{SELECT payload FROM ordering.outbox WHERE resource_id = 'r1' AND seq = 6}),
 	'{"lost": true}', 'the old primary gave 6 to another event');
+# A counter is raised past numbers known to be used by inserting a counter
+# row: it merges, keeping the higher value.
+is($behind->safe_psql('app', q{
+	INSERT INTO ordering.sequences VALUES ('ordering.outbox', 'r1', 8), ('invoices', 'shop', 2);
+	SELECT ordering.emit('r1', 'e', '{}') || ' ' || ordering.next_sequence('invoices', 'shop')}),
+	'9 5', 'behind, promoted: a counter row inserted raises the counter, never lowers it');
+# On the consumer side the lost commits took their positions and their
+# applied rows with them: the events are missing as a whole, and delivered
+# again they apply.
+is($behind->safe_psql('app', q{
+	SELECT ordering.position('ledger', 'r5') || ' ' || ordering.position('billing', 'r5') || ' ' ||
+	       (SELECT count(*) FROM applied WHERE resource_id = 'r5')}),
+	'1 1 1', 'behind, promoted: positions and applied rows of the lost commits are both gone');
+is($behind->safe_psql('app', q{
+	SELECT (SELECT string_agg(seq::text, ',') FROM ordering.deliver('ledger', 'r5', 2, '{}')) || ' ' ||
+	       ordering.apply_if_newer('billing', 'r5', 2)::text}),
+	'2 true', 'behind, promoted: the lost events apply when delivered again');
 
 $standby->stop;
 $behind->stop;
