@@ -350,6 +350,18 @@ delete $source{outbox};
 delete $left{outbox};
 is_deeply(\%left, \%source, 'without the steps: every other table is restored');
 
+# With --exit-on-error it stops there.
+$node->safe_psql('postgres', 'CREATE DATABASE r_no_steps_exit');
+($stdout, $stderr) = ('', '');
+$ok = PostgreSQL::Test::Utils::run_log(
+	[ 'pg_restore', '--exit-on-error', '-d', $node->connstr('r_no_steps_exit'),
+	  "$tempdir/src.custom" ],
+	'>', \$stdout, '2>', \$stderr);
+ok(!$ok, 'without the steps: pg_restore --exit-on-error exits non-zero');
+like($stderr, qr/COPY failed for table "outbox"/, 'without the steps: at the COPY of ordering.outbox');
+is($node->safe_psql('r_no_steps_exit', 'SELECT count(*) FROM ordering.outbox'), '0',
+	'without the steps: pg_restore --exit-on-error leaves ordering.outbox empty');
+
 # Through psql in one transaction, a plain dump restored without the steps
 # leaves nothing.
 $node->safe_psql('postgres', 'CREATE DATABASE r_no_steps_plain');
