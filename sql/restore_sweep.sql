@@ -2,8 +2,8 @@
 -- through a restore, parked events may be loaded and the positions they
 -- wait behind not yet, and a sweep would request (and announce) gaps that
 -- do not exist, or write requests the restore then fails to load.  It
--- refuses also in a session that started before restore mode was set for
--- the database (the gap sweeper's session lives long).
+-- refuses also in a connection opened before restore mode was set for the
+-- database (the gap sweeper's connection lives long).
 \set VERBOSITY terse
 SET ordering.gap_deadline = '1s';
 
@@ -11,7 +11,7 @@ SET ordering.gap_deadline = '1s';
 INSERT INTO ordering.parked (consumer, resource_id, seq, payload, parked_at)
 VALUES ('restore_sweep', 'r', 5, '{}', now() - interval '1 hour');
 
--- Restore mode set for the database after this session started.
+-- Restore mode set for the database after this connection was opened.
 DO $$
 BEGIN
     EXECUTE format('ALTER DATABASE %I SET ordering.restoring = true', current_database());
@@ -20,7 +20,7 @@ $$;
 SHOW ordering.restoring;
 SELECT count(*) FROM ordering.sweep_gaps();
 \echo :SQLSTATE
--- and in this session too
+-- and in this connection too
 SELECT ordering.pre_restore();
 SELECT count(*) FROM ordering.sweep_gaps();
 \echo :SQLSTATE

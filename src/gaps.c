@@ -44,9 +44,9 @@
  * refused: parked events may be loaded and the positions they wait behind
  * not yet, so it would request gaps that do not exist, and write requests
  * that the restore then fails to load.  It looks at the database's setting
- * too, which ordering.pre_restore() may have made after the caller's session
- * started (the worker's session lives long; a session reads the database's
- * settings only when it starts).
+ * too, which ordering.pre_restore() may have made after the caller's
+ * connection was opened (the worker's connection lives long; a backend reads
+ * the database's settings only when it starts).
  *
  * Parking, in-order events of a key with nothing parked, and stale or
  * duplicate events close no gap and never wait for a sweep.  A sweep takes
@@ -148,7 +148,7 @@ static SPIPlanPtr sweep_plan = NULL;
 static SPIPlanPtr restoring_plan = NULL;
 
 /*
- * Is this database being restored: this session's ordering.restoring, or
+ * Is this database being restored: this backend's ordering.restoring, or
  * the database's setting (file header)?  The caller is connected to SPI.
  */
 static bool
