@@ -8,8 +8,9 @@
 # next_sequence(), of rows purged or deleted, of users' attached tables with
 # text, date, uuid and partitioned resources), every position, parked event,
 # gap request and dead letter.  Then producing continues every stream at the
-# counter + 1.  Counter rows restored into a database that has produced keep
-# the higher value; a restore without the steps fails loudly.
+# counter + 1, and ordering.check() finds nothing wrong.  Counter rows
+# restored into a database that has produced keep the higher value; a
+# restore without the steps fails loudly.
 #
 # ORDERING_DUMP_RESOURCES changes the number of resources (default 100000).
 use strict;
@@ -21,6 +22,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
 use OrderingDump;
+use OrderingWorkload;
 
 my $nres = $ENV{ORDERING_DUMP_RESOURCES} // 100000;
 my $started = time;
@@ -104,11 +106,9 @@ $node->safe_psql('src', qq{
 	UPDATE ordering.parked SET parked_at = parked_at - interval '1 hour'
 	 WHERE consumer = 'ledger' AND resource_id < 'c-3';
 	SELECT count(*) FROM ordering.sweep_gaps();
-	-- a dead letter: c-2999 is blocked at 2
-	INSERT INTO ordering.dead_letter_events (consumer, resource_id, seq, payload, sqlstate, message)
-	VALUES ('ledger', 'c-2999', 2, '{"poison": true}', '22P02', 'invalid input syntax');
-	UPDATE ordering.positions SET blocked_at = 2
-	 WHERE consumer = 'ledger' AND resource_id = 'c-2999';
+	-- a dead letter: c-2999 is blocked at 2, with 3 parked behind it
+	SELECT ordering.dead_letter('ledger', 'c-2999', 2, '{"poison": true}', 'cannot apply');
+	SELECT count(*) FROM ordering.deliver('ledger', 'c-2999', 3, '{}');
 });
 note(sprintf('source built in %.1f s', time - $started));
 
@@ -230,13 +230,15 @@ like($sample, qr{ordering\.outbox/c-100=5 ordering\.outbox/c-$nres=5 .*tickets/d
 	'source counters as produced');
 like($fingerprint, qr{^dead_letter_events\|1\|}m, 'source: a dead letter');
 like($fingerprint, qr{^gap_requests\|[1-9]\d*\|}m, 'source: gap requests');
-like($fingerprint, qr{^parked\|2000\|}m, 'source: parked events');
+like($fingerprint, qr{^parked\|2001\|}m, 'source: parked events');
 unlike($produced, qr{\|[1-9]\d*$}m, 'source: producing continues every stream at the counter + 1');
 is($node->safe_psql('src', q{
 	SELECT count(*) FROM (
 	  SELECT seq < lag(seq) OVER (PARTITION BY resource_id ORDER BY ctid) AS back
 	    FROM ordering.outbox) x WHERE back}) > 0 ? 'yes' : 'no', 'yes',
 	'source: a dump reads some outbox rows after rows with higher numbers');
+
+OrderingWorkload::self_check($node, 'src', 'source');
 
 my $tempdir = PostgreSQL::Test::Utils::tempdir;
 
@@ -248,6 +250,7 @@ sub compare
 		"$what: every table's rows, counts and sums of numbers as in the source");
 	is($node->safe_psql($db, $sample_sql), $sample, "$what: counters and positions by name");
 	is($node->safe_psql($db, 'SHOW ordering.restoring'), 'off', "$what: restore mode ended");
+	OrderingWorkload::self_check($node, $db, $what);
 	is($node->safe_psql($db, $produce_sql), $produced,
 		"$what: producing continues every stream at the counter + 1");
 	return;
@@ -327,6 +330,7 @@ is($node->safe_psql('r_merge', q{
 	           RETURNING version)
 	SELECT ordering.next_sequence('invoices', 'shop-1') || ' ' || version FROM i}),
 	'41 31', 'a database that produced: producing continues after the higher value');
+OrderingWorkload::self_check($node, 'r_merge', 'a database that produced');
 
 # A restore without the steps fails loudly.  pg_restore (without
 # --exit-on-error) reports the refused COPY of ordering.outbox, naming

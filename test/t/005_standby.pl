@@ -36,6 +36,8 @@ $primary->safe_psql('app', q{
 	INSERT INTO applied SELECT 'r1', seq, payload FROM ordering.deliver('ledger', 'r1', 3, '{"n": 3}');
 	INSERT INTO applied SELECT 'r5', seq, payload FROM ordering.deliver('ledger', 'r5', 1, '{}');
 	SELECT ordering.apply_if_newer('billing', 'r5', 1);
+	-- a dead letter: r6 is blocked at 1
+	SELECT ordering.dead_letter('ledger', 'r6', 1, '{}', 'cannot apply');
 });
 
 $primary->backup('base');
@@ -79,7 +81,14 @@ my @writes = (
 	  q{SELECT ordering.deliver('ledger', 'r1', 2, '{}', 'apply_event(text, bigint, jsonb)')} ],
 	[ 'deliver with a handler, early',
 	  q{SELECT ordering.deliver('ledger', 'r1', 6, '{}', 'apply_event(text, bigint, jsonb)')} ],
+	[ 'deliver, dead-lettering form',
+	  q{SELECT ordering.deliver('ledger', 'r1', 2, '{}', 'apply_event(text, bigint, jsonb)', 'dead_letter')} ],
 	[ 'skip_gap', q{SELECT * FROM ordering.skip_gap('ledger', 'r1')} ],
+	[ 'dead_letter', q{SELECT ordering.dead_letter('ledger', 'r7', 1, '{}', 'cannot apply')} ],
+	[ 'retry_dead_letter', q{SELECT * FROM ordering.retry_dead_letter('ledger', 'r6')} ],
+	[ 'retry_dead_letter with a handler',
+	  q{SELECT ordering.retry_dead_letter('ledger', 'r6', 'apply_event(text, bigint, jsonb)')} ],
+	[ 'discard_dead_letter', q{SELECT * FROM ordering.discard_dead_letter('ledger', 'r6')} ],
 	[ 'sweep_gaps', q{SELECT * FROM ordering.sweep_gaps()} ],
 	[ 'claim_unpublished', q{SELECT * FROM ordering.claim_unpublished(10)} ],
 	[ 'mark_published', q{SELECT ordering.mark_published(ARRAY[1, 2])} ],
@@ -122,9 +131,10 @@ is($standby->safe_psql('app', q{
 	SELECT (SELECT count(*) >= 0 FROM ordering.stats) AND
 	       (SELECT count(*) >= 0 FROM ordering.stream_stats) AND
 	       (SELECT count(*) = 0 FROM ordering.open_gaps) AND
-	       (SELECT count(*) = 0 FROM ordering.dead_letters) AND
+	       (SELECT count(*) = 1 FROM ordering.dead_letters) AND
+	       (SELECT count(*) = 0 FROM ordering.check()) AND
 	       ordering.metrics() LIKE '%# TYPE ordering_events_consumed_total counter%'}),
-	't', 'standby: the statistics views, metrics(), open_gaps and dead_letters read');
+	't', 'standby: the statistics views, metrics(), open_gaps, dead_letters and check() read');
 # The counters of the statistics are each server's own; parked_current is
 # read from the replicated table.
 my $stats_sql = q{SELECT sum(events_consumed) || ' ' || sum(parked_current) FROM ordering.stats};
