@@ -96,7 +96,8 @@ my @writes = (
 	[ 'purge_published', q{SELECT ordering.purge_published('0')} ],
 	[ 'attach', q{SELECT ordering.attach('plain_t', 'r', 's')} ],
 	[ 'detach', q{SELECT ordering.detach('accounts_v')} ],
-	[ 'pre_restore', q{SELECT ordering.pre_restore()} ]);
+	[ 'pre_restore', q{SELECT ordering.pre_restore()} ],
+	[ 'post_restore', q{SELECT ordering.post_restore()} ]);
 
 foreach my $w (@writes)
 {
