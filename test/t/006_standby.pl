@@ -91,6 +91,8 @@ my @writes = (
 	[ 'discard_dead_letter', q{SELECT * FROM ordering.discard_dead_letter('ledger', 'r6')} ],
 	[ 'sweep_gaps', q{SELECT * FROM ordering.sweep_gaps()} ],
 	[ 'claim_unpublished', q{SELECT * FROM ordering.claim_unpublished(10)} ],
+	[ 'claim_unpublished, replicated',
+	  q{SELECT * FROM ordering.claim_unpublished(10, replicated => true)} ],
 	[ 'mark_published', q{SELECT ordering.mark_published(ARRAY[1, 2])} ],
 	[ 'republish', q{SELECT ordering.republish('r1', 1)} ],
 	[ 'purge_published', q{SELECT ordering.purge_published('0')} ],
