@@ -1584,3 +1584,13 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-------------------------------------------------------------------------------
+-- Dump and restore (issue 12)
+-------------------------------------------------------------------------------
+
+-- CREATE EXTENSION makes the row of ordering.outbox in ordering.attachments
+-- in the restored database too: a dump that carried it would fail there on
+-- the primary key.  The dump keeps the rows of users' tables only.
+SELECT pg_catalog.pg_extension_config_dump('ordering.attachments',
+    'WHERE tbl OPERATOR(pg_catalog.<>) ''ordering.outbox''::pg_catalog.regclass');

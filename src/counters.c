@@ -172,7 +172,7 @@ counter_expect(text *stream, text *resource, int64 seq, bool restore_hint)
 			 errdetail("The last sequence number allocated is " INT64_FORMAT ".",
 					   req.previous),
 			 restore_hint ?
-			 errhint("If this is a restore, call ordering.pre_restore() before it and ordering.post_restore() after it.") :
+			 errhint("If this is a restore, set ordering.restoring = on for the database before it (ALTER DATABASE, or ordering.pre_restore() where the extension exists) and call ordering.post_restore() after it.") :
 			 errhint("Another producer wrote to this resource first; reload it and retry.")));
 }
 

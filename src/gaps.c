@@ -40,6 +40,14 @@
  *	  then sees the request the sweep wrote and deletes it.  The sweep did
  *	  emit that request, rightly: the gap was open in what had committed.
  *
+ * While the database is being restored (ordering.restoring) a sweep is
+ * refused: parked events may be loaded and the positions they wait behind
+ * not yet, so it would request gaps that do not exist, and write requests
+ * that the restore then fails to load.  It looks at the database's setting
+ * too, which ordering.pre_restore() may have made after the caller's
+ * connection was opened (the worker's connection lives long; a backend reads
+ * the database's settings only when it starts).
+ *
  * Parking, in-order events of a key with nothing parked, and stale or
  * duplicate events close no gap and never wait for a sweep.  A sweep takes
  * no key lock, and once it holds its lock no other transaction has a write
@@ -57,12 +65,14 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "decision_log.h"
 #include "ordering.h"
+#include "owned.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(ordering_sweep_gaps);
@@ -125,8 +135,50 @@ static const char *const sweep_sql =
 "  WHERE gap.emit"
 "  ORDER BY u.consumer, u.resource_id";
 
+/* $1: the database; the value of its own ordering.restoring, if it has one */
+static const char *const restoring_sql =
+"SELECT pg_catalog.substr(c, pg_catalog.strpos(c, '=') OPERATOR(pg_catalog.+) 1)"
+"  FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) c"
+" WHERE s.setdatabase OPERATOR(pg_catalog.=) $1"
+"   AND s.setrole OPERATOR(pg_catalog.=) 0::pg_catalog.oid"
+"   AND pg_catalog.starts_with(c, 'ordering.restoring=')";
+
 static SPIPlanPtr lock_plan = NULL;
 static SPIPlanPtr sweep_plan = NULL;
+static SPIPlanPtr restoring_plan = NULL;
+
+/*
+ * Is this database being restored: this backend's ordering.restoring, or
+ * the database's setting (file header)?  The caller is connected to SPI.
+ */
+static bool
+database_restoring(void)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1];
+	bool		restoring = false;
+	int			ret;
+
+	if (ordering_restoring)
+		return true;
+	args[0] = ObjectIdGetDatum(MyDatabaseId);
+	ret = SPI_execute_plan(ordering_prepare_once(&restoring_plan, restoring_sql,
+												 1, argtypes, 0),
+						   args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "reading the database's ordering.restoring failed: %s",
+			 SPI_result_code_string(ret));
+	if (SPI_processed > 0)
+	{
+		char	   *value = SPI_getvalue(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1);
+
+		/* the server reads a value it cannot parse as off, and so do we */
+		if (value == NULL || !parse_bool(value, &restoring))
+			restoring = false;
+	}
+	return restoring;
+}
 
 /*
  * ordering.sweep_gaps() returns setof ordering.gap_requests
@@ -140,6 +192,8 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 	int			ret;
 	uint64		i;
 
+	/* before the lock: a read-only caller must not block deliver() */
+	owned_prevent_write("ordering.sweep_gaps()");
 	InitMaterializedSRF(fcinfo, 0);
 	if (rsinfo->setDesc->natts != GAP_REQUEST_NATTS)
 		elog(ERROR, "ordering.gap_requests has %d columns, expected %d",
@@ -147,6 +201,13 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+
+	if (database_restoring())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot sweep gaps while the database is being restored"),
+				 errdetail("ordering.restoring is on for the database: positions, parked events and gap requests may be loaded only in part."),
+				 errhint("Call ordering.post_restore() once the restore is complete.")));
 
 	ret = SPI_execute_plan(ordering_prepare_once(&lock_plan, lock_sql,
 												 0, NULL, 0),

@@ -1,4 +1,5 @@
-# pg_dump / restore of a consumer database, custom and plain formats: every
+# pg_dump / restore of a consumer database, custom and plain formats, with
+# the documented steps (OrderingDump.pm, docs/restore.md): every
 # position, parked event (payload and parked_at), gap request (all columns)
 # and the user's tables come back unchanged, and delivering after the
 # restore continues where the original stopped: a parked event drains when
