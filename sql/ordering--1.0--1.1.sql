@@ -76,7 +76,11 @@ CREATE TABLE ordering.attachments (
 );
 COMMENT ON TABLE ordering.attachments IS
     'The tables ordering.attach() sequenced, with their frozen stream: attached = false after ordering.detach(), and attaching again continues the stream';
-SELECT pg_catalog.pg_extension_config_dump('ordering.attachments', '');
+-- CREATE EXTENSION makes the row of ordering.outbox in ordering.attachments
+-- in the restored database too: a dump that carried it would fail there on
+-- the primary key.  The dump keeps the rows of users' tables only.
+SELECT pg_catalog.pg_extension_config_dump('ordering.attachments',
+    'WHERE tbl OPERATOR(pg_catalog.<>) ''ordering.outbox''::pg_catalog.regclass');
 
 CREATE FUNCTION ordering.forget_dropped_tables() RETURNS event_trigger
     LANGUAGE plpgsql
@@ -339,7 +343,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ordering.pre_restore() IS
-    'Call before pg_restore: until ordering.post_restore(), sessions of this database load sequenced rows with the numbers they carry and assign no new ones';
+    'Before a data-only restore into a database that has the extension (a full restore sets ordering.restoring on the new database instead: README, "Dump and restore"): until ordering.post_restore(), new sessions of this database load sequenced rows with the numbers they carry and assign no new ones';
 REVOKE EXECUTE ON FUNCTION ordering.pre_restore() FROM PUBLIC;
 
 CREATE FUNCTION ordering.post_restore() RETURNS boolean
@@ -1584,13 +1588,3 @@ BEGIN
     END LOOP;
 END
 $$;
-
--------------------------------------------------------------------------------
--- Dump and restore (issue 12)
--------------------------------------------------------------------------------
-
--- CREATE EXTENSION makes the row of ordering.outbox in ordering.attachments
--- in the restored database too: a dump that carried it would fail there on
--- the primary key.  The dump keeps the rows of users' tables only.
-SELECT pg_catalog.pg_extension_config_dump('ordering.attachments',
-    'WHERE tbl OPERATOR(pg_catalog.<>) ''ordering.outbox''::pg_catalog.regclass');

@@ -151,8 +151,8 @@ static SPIPlanPtr restoring_plan = NULL;
  * Is this database being restored: this backend's ordering.restoring, or
  * the database's setting (file header)?  The caller is connected to SPI.
  */
-static bool
-database_restoring(void)
+bool
+ordering_database_restoring(void)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1];
@@ -202,7 +202,7 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	if (database_restoring())
+	if (ordering_database_restoring())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot sweep gaps while the database is being restored"),

@@ -82,7 +82,7 @@ define_settings(void)
 
 	DefineCustomBoolVariable("ordering.restoring",
 							 gettext_noop("Whether a restore is loading this database: sequenced rows keep the numbers they carry and no new numbers are assigned."),
-							 gettext_noop("Set for the database by ordering.pre_restore() and reset by ordering.post_restore()."),
+							 gettext_noop("Set for the new database with ALTER DATABASE ... SET before a full restore, or by ordering.pre_restore() before a data-only one; ordering.post_restore() resets it."),
 							 &ordering_restoring,
 							 false,
 							 PGC_SUSET,

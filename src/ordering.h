@@ -33,6 +33,12 @@ extern void ordering_worker_register(void);
 /* True while a restore runs: ordering.pre_restore() .. post_restore() */
 extern bool ordering_restoring;
 
+/*
+ * Is this database being restored: ordering_restoring, or the database's
+ * own setting (a long-lived connection predates it); gaps.c.  Needs SPI.
+ */
+extern bool ordering_database_restoring(void);
+
 /* SPI plans of the extension's own SQL, in plans.c */
 extern SPIPlanPtr ordering_prepare_once(SPIPlanPtr *cache, const char *sql,
 										int nargs, Oid *argtypes,

@@ -392,6 +392,7 @@ static bool
 sweep_once(void)
 {
 	static SPIPlanPtr plan = NULL;
+	static bool logged_restoring = false;
 	bool		installed;
 	const char *sql = "SELECT pg_catalog.count(*) FROM ordering.sweep_gaps()";
 
@@ -402,8 +403,18 @@ sweep_once(void)
 	PushActiveSnapshot(GetTransactionSnapshot());
 
 	installed = OidIsValid(get_extension_oid("ordering", true));
-	if (installed)
+	if (installed && ordering_database_restoring())
 	{
+		/* sweep_gaps() would refuse: wait for ordering.post_restore() */
+		if (!logged_restoring)
+			ereport(LOG,
+					(errmsg("database \"%s\" is being restored, the ordering gap sweeper waits for ordering.post_restore()",
+							get_database_name(MyDatabaseId))));
+		logged_restoring = true;
+	}
+	else if (installed)
+	{
+		logged_restoring = false;
 		int			ret;
 		bool		isnull;
 		int64		emitted;

@@ -111,6 +111,32 @@ $node->safe_psql('gapdb', q{
 ok($node->poll_query_until('gapdb', 'SELECT count(*) = 0 FROM ordering.gap_requests'),
 	'the request is removed when the gap is gone');
 
+# While the database is being restored the sweeper waits, quietly: a gap
+# loaded in part (the parked events, not yet the position) is not
+# requested, and sweep_gaps()'s refusal is not logged as an error every
+# interval.  post_restore() ends the wait.
+my $restore_offset = -s $node->logfile;
+$node->safe_psql('postgres', 'ALTER DATABASE gapdb SET ordering.restoring = on');
+$node->safe_psql('gapdb', q{
+	INSERT INTO ordering.parked (consumer, resource_id, seq, payload, parked_at)
+	VALUES ('billing', 'acct-1', 9, '{}', now() - interval '1 min')});
+$node->wait_for_log(qr/database "gapdb" is being restored, the ordering gap sweeper waits for ordering.post_restore\(\)/,
+	$restore_offset);
+sleep(3);    # three more intervals
+is($node->safe_psql('gapdb', 'SELECT count(*) FROM ordering.gap_requests'),
+	'0', 'no gap is requested while the database is being restored');
+my $restore_log = substr(slurp_file($node->logfile), $restore_offset);
+my @waits = ($restore_log =~ /database "gapdb" is being restored/g);
+is(scalar(@waits), 1, 'the wait is logged once');
+unlike($restore_log, qr/cannot sweep gaps while the database is being restored/,
+	'and the refusal of sweep_gaps() is not logged');
+$node->safe_psql('gapdb', 'SELECT ordering.post_restore()');
+ok($node->poll_query_until('gapdb', 'SELECT count(*) = 1 FROM ordering.gap_requests'),
+	'after post_restore() the sweeper requests the gap');
+$node->safe_psql('gapdb', 'DELETE FROM ordering.parked');
+ok($node->poll_query_until('gapdb', 'SELECT count(*) = 0 FROM ordering.gap_requests'),
+	'and removes the request once the gap is gone');
+
 # Errors: sweeping as a role without privileges fails; the sweeper exits,
 # the server does not care, and the launcher retries every interval.
 $node->safe_psql('postgres', 'CREATE ROLE sweeper_nopriv LOGIN');
