@@ -414,10 +414,11 @@ sweep_once(void)
 	}
 	else if (installed)
 	{
-		logged_restoring = false;
 		int			ret;
 		bool		isnull;
 		int64		emitted;
+
+		logged_restoring = false;
 
 		pgstat_report_activity(STATE_RUNNING, sql);
 		ret = SPI_execute_plan(ordering_prepare_once(&plan, sql, 0, NULL, 0),
