@@ -57,7 +57,7 @@ ISOLATION_OPTS = --inputdir=. --outputdir=output_iso \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
 TAP_TESTS = 1
-PROVE_TESTS = test/t/*.pl
+PROVE_TESTS ?= test/t/*.pl
 
 PG_CPPFLAGS = -DORDERING_VERSION=\"$(EXTVERSION)\"
 # ORDERING_CFLAGS=-DUSE_ASSERT_CHECKING builds with assertions (test/valgrind.sh)
