@@ -43,7 +43,7 @@ REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
 ISOLATION = producer_order keyed_reindex consumer_deliver consumer_apply consumer_newer_only gaps_sweep \
-	gaps_race owned_reindex owned_isolation producer_create
+	gaps_race owned_reindex owned_isolation producer_create dead_letters_retry dead_letters_gaps
 # pg_isolation_regress reads specs/ and expected/ from --outputdir first, then
 # from --inputdir: the specs are linked into the output directory, so the
 # expected outputs come from the top-level expected/.
