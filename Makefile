@@ -38,7 +38,7 @@ OBJS = \
 # statements.
 DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql
 
-REGRESS = producer producer_sql restore_mode consumer dead_letters gaps stats observability search_path gaps_search_path privileges hot_paths bad_input
+REGRESS = producer producer_sql restore_mode consumer dead_letters dead_letters_below gaps stats observability search_path gaps_search_path privileges hot_paths bad_input
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
