@@ -46,6 +46,9 @@ sampler_main(void *arg)
 		long		parked = query_long(c,
 										"SELECT count(*) FROM ordering.parked "
 										"WHERE consumer IN ('billing', 'ledger')");
+		long		dead = query_long(c,
+									  "SELECT count(*) FROM ordering.dead_letter_events "
+									  "WHERE consumer = 'ledger'");
 
 		if (parked >= 0)
 		{
@@ -53,15 +56,17 @@ sampler_main(void *arg)
 			if (parked > GET(parked_peak))
 				__atomic_store_n(&cnt.parked_peak, parked, __ATOMIC_RELAXED);
 		}
+		if (dead >= 0)
+			__atomic_store_n(&cnt.dead_now, dead, __ATOMIC_RELAXED);
 		if (f)
 			fprintf(f, "%.2f %ld %ld %ld %d\n", t, parked, GET(produced),
 					GET(delivered), gap_paused ? 1 : 0);
 		if (!opt.quiet && t - last_progress >= (tty ? 0.25 : 2.0))
 		{
 			fprintf(stderr, "%s[%5.1fs] produced %ld/%d  delivered %ld  lost %ld  dup %ld  "
-					"parked %ld  gaps %ld  republished %ld%s%s",
+					"parked %ld  dead %ld  gaps %ld  republished %ld%s%s",
 					tty ? "\r" : "", t, GET(produced), opt.events, GET(delivered),
-					GET(lost), GET(duplicated), parked, GET(gap_notifies),
+					GET(lost), GET(duplicated), parked, dead, GET(gap_notifies),
 					GET(republished), gap_paused ? "  (gap loop paused)" : "",
 					tty ? "\033[K" : "\n");
 			last_progress = t;
@@ -120,7 +125,7 @@ read_stats(PGconn *c, const char *consumer)
 	r = PQexecParams(c,
 					 "SELECT events_consumed, events_applied, events_stale, events_duplicate, "
 					 "events_parked, events_drained, gaps_escalated, parked_current, "
-					 "reorder_distance_buckets, reorder_distance_bounds "
+					 "reorder_distance_buckets, reorder_distance_bounds, events_dead_lettered "
 					 "FROM ordering.stats WHERE consumer = $1", 1, NULL, p, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 	{
@@ -137,6 +142,7 @@ read_stats(PGconn *c, const char *consumer)
 			*f[i] = atol(PQgetvalue(r, 0, i));
 		s.nbuckets = parse_array(PQgetvalue(r, 0, 8), s.buckets, NBUCKETS_MAX);
 		parse_array(PQgetvalue(r, 0, 9), s.bounds, NBUCKETS_MAX);
+		s.dead_lettered = atol(PQgetvalue(r, 0, 10));
 	}
 	PQclear(r);
 	return s;
@@ -155,6 +161,7 @@ stats_delta(Stats a, Stats b)
 	d.parked -= b.parked;
 	d.drained -= b.drained;
 	d.escalated -= b.escalated;
+	d.dead_lettered -= b.dead_lettered;
 	if (b.nbuckets == a.nbuckets)
 		for (int i = 0; i < a.nbuckets; i++)
 			d.buckets[i] -= b.buckets[i];
@@ -217,6 +224,7 @@ report(Stats billing, Stats ledger, double t_produce, double t_total)
 			   pause_started, pause_ended > pause_started ? pause_ended : t_total);
 	printf("  parked peak %ld (sampled every 100 ms), parked at the end %ld\n",
 		   GET(parked_peak), GET(parked_now));
+	dead_letters_report();
 
 	if (!billing.ok || !ledger.ok)
 	{
@@ -224,9 +232,9 @@ report(Stats billing, Stats ledger, double t_produce, double t_total)
 		return;
 	}
 	printf("\nordering.stats over the run\n");
-	printf("  %-8s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "consumer", "consumed",
+	printf("  %-8s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "consumer", "consumed",
 		   "applied", "stale", "duplicate", "parked", "drained", "escalated",
-		   "parked_now", "stale %", "dup %");
+		   "parked_now", "dead", "stale %", "dup %");
 	{
 		Stats	   *ss[2] = {&billing, &ledger};
 		const char *names[2] = {"billing", "ledger"};
@@ -236,10 +244,10 @@ report(Stats billing, Stats ledger, double t_produce, double t_total)
 			Stats	   *s = ss[i];
 			double		c = s->consumed > 0 ? s->consumed : 1;
 
-			printf("  %-8s %9ld %9ld %9ld %9ld %9ld %9ld %9ld %10ld %8.2f%% %8.2f%%\n",
+			printf("  %-8s %9ld %9ld %9ld %9ld %9ld %9ld %9ld %10ld %9ld %8.2f%% %8.2f%%\n",
 				   names[i], s->consumed, s->applied, s->stale, s->duplicate,
 				   s->parked, s->drained, s->escalated, s->parked_current,
-				   100.0 * s->stale / c, 100.0 * s->duplicate / c);
+				   s->dead_lettered, 100.0 * s->stale / c, 100.0 * s->duplicate / c);
 		}
 	}
 	printf("\n  reorder distance of early arrivals (ledger: seq - position)\n");
