@@ -20,6 +20,29 @@
 /* ---------------------------------------------------------------------
  * Sampler: parked events every 100 ms (for the chart) and a progress line.
  * --------------------------------------------------------------------- */
+
+/*
+ * Parked events, of which behind a dead letter, and dead letters; all -1
+ * when the query fails.
+ */
+static void
+sample(PGconn *c, long *parked, long *behind, long *dead)
+{
+	PGresult   *r = PQexec(c,
+						   "SELECT count(*), count(*) FILTER (WHERE p.seq > o.blocked_at), "
+						   "       (SELECT count(*) FROM ordering.dead_letter_events "
+						   "         WHERE consumer = 'ledger') "
+						   "FROM ordering.parked p "
+						   "LEFT JOIN ordering.positions o USING (consumer, resource_id) "
+						   "WHERE p.consumer IN ('billing', 'ledger')");
+	bool		ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+
+	*parked = ok ? atol(PQgetvalue(r, 0, 0)) : -1;
+	*behind = ok ? atol(PQgetvalue(r, 0, 1)) : -1;
+	*dead = ok ? atol(PQgetvalue(r, 0, 2)) : -1;
+	PQclear(r);
+}
+
 /* Sampler thread. */
 void *
 sampler_main(void *arg)
@@ -38,17 +61,16 @@ sampler_main(void *arg)
 			fail("cannot write %s: %s", opt.samples, strerror(errno));
 			return NULL;
 		}
-		fprintf(f, "# seconds parked produced delivered gap_loop_paused\n");
+		fprintf(f, "# seconds parked produced delivered gap_loop_paused behind_dead_letters\n");
 	}
 	while (!stop_all)
 	{
 		double		t = now() - t_start;
-		long		parked = query_long(c,
-										"SELECT count(*) FROM ordering.parked "
-										"WHERE consumer IN ('billing', 'ledger')");
-		long		dead = query_long(c,
-									  "SELECT count(*) FROM ordering.dead_letter_events "
-									  "WHERE consumer = 'ledger'");
+		long		parked,
+					behind,
+					dead;
+
+		sample(c, &parked, &behind, &dead);
 
 		if (parked >= 0)
 		{
@@ -59,8 +81,8 @@ sampler_main(void *arg)
 		if (dead >= 0)
 			__atomic_store_n(&cnt.dead_now, dead, __ATOMIC_RELAXED);
 		if (f)
-			fprintf(f, "%.2f %ld %ld %ld %d\n", t, parked, GET(produced),
-					GET(delivered), gap_paused ? 1 : 0);
+			fprintf(f, "%.2f %ld %ld %ld %d %ld\n", t, parked, GET(produced),
+					GET(delivered), gap_paused ? 1 : 0, behind);
 		if (!opt.quiet && t - last_progress >= (tty ? 0.25 : 2.0))
 		{
 			fprintf(stderr, "%s[%5.1fs] produced %ld/%d  delivered %ld  lost %ld  dup %ld  "
