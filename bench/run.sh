@@ -62,6 +62,8 @@ workloads=(
 	"apply-shuffled|2|resources=5000 d=4 k=0|apply_guarded|apply_guarded apply_guarded_select apply_ext apply_ext_function apply_newer_only floor|reset_consumer"
 	"deliver-shuffled|2|resources=5000 d=4 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext floor|reset_consumer"
 	"deliver-inorder|2|resources=5000 d=1 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext floor|reset_consumer"
+	"deliver-handler-inorder|2|resources=5000 d=1 k=0|deliver_handler|deliver_handler deliver_raise deliver_dead_letter deliver_positional|reset_consumer"
+	"deliver-handler-shuffled|2|resources=5000 d=4 k=0|deliver_handler|deliver_handler deliver_raise deliver_dead_letter deliver_positional|reset_consumer"
 )
 
 # PgQ must be installed before sandbox_create copies the PostgreSQL tree.
