@@ -31,19 +31,25 @@ OBJS = \
 	src/decision_log.o \
 	src/triggers.o \
 	src/gaps.o \
-	src/worker.o
+	src/worker.o \
+	src/sha256.o \
+	src/antientropy.o \
+	src/standbys.o
 
 # Installing the default version runs the 1.0 script, then every upgrade
 # script after it: a fresh install and an upgraded one are built by the same
 # statements.
 DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql
 
-REGRESS = producer producer_sql restore_mode consumer dead_letters dead_letters_below gaps stats observability search_path gaps_search_path privileges hot_paths bad_input
+REGRESS = producer producer_sql restore_mode consumer dead_letters dead_letters_below gaps stats \
+	observability search_path gaps_search_path privileges hot_paths bad_input reconcile check \
+	replicated compat
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
 ISOLATION = producer_order keyed_reindex consumer_deliver consumer_apply consumer_newer_only gaps_sweep \
-	gaps_race owned_reindex owned_isolation producer_create dead_letters_retry dead_letters_gaps
+	gaps_race owned_reindex owned_isolation producer_create reconcile_concurrent \
+	dead_letters_retry dead_letters_gaps
 # pg_isolation_regress reads specs/ and expected/ from --outputdir first, then
 # from --inputdir: the specs are linked into the output directory, so the
 # expected outputs come from the top-level expected/.
@@ -55,8 +61,9 @@ TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
 PG_CPPFLAGS = -DORDERING_VERSION=\"$(EXTVERSION)\"
+# ORDERING_CFLAGS=-DUSE_ASSERT_CHECKING builds with assertions (test/valgrind.sh)
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
-	-Wno-missing-field-initializers -Wno-sign-compare
+	-Wno-missing-field-initializers -Wno-sign-compare $(ORDERING_CFLAGS)
 
 EXTRA_CLEAN = tmp_check_regress tmp_check_isolation output_iso \
 	results regression.diffs regression.out

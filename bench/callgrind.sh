@@ -23,6 +23,7 @@
 # differ only in the word, while the named argument costs parse analysis.
 # CG_KEEP=PREFIX keeps the callgrind files as PREFIX.variant (with the N
 # measured statements) and PREFIX.variant.0 (without).
+# PG_CONFIG=/path/to/pg_config counts on another PostgreSQL (test/lib.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,13 +38,13 @@ while [ $# -gt 0 ]; do
 		--warm) warm=$2; shift 2 ;;
 		--inserts) n=$2; shift 2 ;;
 		--batch) batch=1; shift ;;
-		-h|--help) sed -n '3,15p' "$0"; exit 0 ;;
+		-h|--help) sed -n '3,17p' "$0"; exit 0 ;;
 		*) variants+=("$1"); shift ;;
 	esac
 done
 [ ${#variants[@]} -eq 0 ] && variants=(plain ordering plpgsql)
 
-ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev valgrind
+ensure_packages $(pg_packages) make gcc libc6-dev valgrind
 sandbox_create "$here"
 trap 'sandbox_destroy' EXIT
 sandbox_build

@@ -20,7 +20,7 @@ case "${1:-}" in
 	*) echo "usage: bash bench/lseek.sh [--transactions N]" >&2; exit 2 ;;
 esac
 
-ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev \
+ensure_packages $(pg_packages) make gcc libc6-dev \
 	linux-perf
 sandbox_create "$here"
 trap 'as_postgres pg_ctl -D "$SANDBOX/data" -m immediate stop >/dev/null 2>&1 || true; sandbox_destroy' EXIT

@@ -17,15 +17,22 @@
 # --only takes a workload name or a comma-separated list of them.
 # --growth also runs bench/growth.sh (1,000,000 resources, sweep over 100,000
 # parked events, backend memory over a 1,000,000-row insert, shared memory).
+# The batch consumer workloads (deliver-batch, apply-batch) take their
+# scripts from bench/batch.sh; a variant whose script says "-- events per
+# transaction: N" is reported in events/s and server CPU per event, and one
+# that says "-- requires: FUNCTION" is skipped while FUNCTION does not exist.
 # The raw runs, the table and a chart (ratios.png) are written to DIR
 # (default bench/out).  Timings on a shared 2-core machine are noisy: read
 # ratios of medians from one run, never single absolute numbers.
+# PG_CONFIG=/path/to/pg_config runs it on another PostgreSQL (see
+# test/lib.sh); without PgQ there, the pgq variants are left out.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$here/test/lib.sh"
 . "$here/bench/cgroup.sh"
 . "$here/bench/server.sh"
+. "$here/bench/batch.sh"
 
 args="$*"
 rounds=5
@@ -56,23 +63,32 @@ done
 # The consumer workloads give each of the 2 clients 5,000 resources of its
 # own (10,000 in all); d is the shuffle depth (see bench/sql/setup_consumer.sql).
 workloads=(
-	"single-10k|2|resources=10000|plain|plain ordering plpgsql pgq no_counter lock_only|"
-	"hot-1|2|resources=1|plain|plain ordering plpgsql naive pgq no_counter lock_only|"
+	"single-10k|2|resources=10000|plain|plain ordering plpgsql pgq no_counter lock_only ordering_cte ordering_notify|"
+	"hot-1|2|resources=1|plain|plain ordering plpgsql naive pgq no_counter lock_only ordering_cte ordering_notify|"
 	"batch100-10k|1|resources=10000|plain_batch|plain_batch ordering_batch plpgsql_batch pgq_batch|"
 	"apply-shuffled|2|resources=5000 d=4 k=0|apply_guarded|apply_guarded apply_guarded_select apply_ext apply_ext_function apply_newer_only floor|reset_consumer"
 	"deliver-shuffled|2|resources=5000 d=4 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext floor|reset_consumer"
 	"deliver-inorder|2|resources=5000 d=1 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext floor|reset_consumer"
+	"deliver-batch|2|resources=5000 d=4 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext deliver_ext_tx deliver_batch floor floor_batch|reset_consumer"
+	"apply-batch|2|resources=5000 d=4 k=0|apply_guarded|apply_guarded apply_ext apply_ext_tx apply_guarded_batch apply_batch floor floor_batch|reset_consumer"
 	"deliver-handler-inorder|2|resources=5000 d=1 k=0|deliver_handler|deliver_handler deliver_raise deliver_dead_letter deliver_positional|reset_consumer"
 	"deliver-handler-shuffled|2|resources=5000 d=4 k=0|deliver_handler|deliver_handler deliver_raise deliver_dead_letter deliver_positional|reset_consumer"
 )
 
 # PgQ must be installed before sandbox_create copies the PostgreSQL tree.
-ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev \
-	postgresql-15-pgq3 gnuplot-nox
+# A PostgreSQL of PG_CONFIG without PgQ runs every workload without the pgq
+# variants.
+ensure_packages $(pg_packages pgq3) make gcc libc6-dev gnuplot-nox
+have_pgq=1
+if [ ! -f "$(pg_dir --sharedir)/extension/pgq.control" ]; then
+	have_pgq=0
+	echo "PgQ is not installed in $(pg_dir --sharedir): the pgq variants are left out"
+fi
 mkdir -p "$out"
 sandbox_create "$here"
 trap 'as_postgres pg_ctl -D "$SANDBOX/data" -m immediate stop >/dev/null 2>&1 || true; cpu_cgroup_remove; sandbox_destroy' EXIT
 sandbox_build
+batch_scripts "$SANDBOX/src/bench/sql"
 # the producer bounds (bench/probe): built into the sandbox only
 as_postgres make -s -C "$SANDBOX/src/bench/probe" PG_CONFIG="$PG_CONFIG_SYSTEM"
 as_postgres make -s -C "$SANDBOX/src/bench/probe" PG_CONFIG="$PG_CONFIG_SYSTEM" \
@@ -99,7 +115,8 @@ settle() {
 	[ -z "$1" ] || psql_bench -f "$SANDBOX/src/bench/sql/$1.sql" >/dev/null
 }
 psql_bench -f "$SANDBOX/src/bench/sql/setup_producer.sql" >/dev/null
-psql_bench -c "CREATE EXTENSION pgq" -c "SELECT pgq.create_queue('bench')" >/dev/null
+[ "$have_pgq" = 0 ] ||
+	psql_bench -c "CREATE EXTENSION pgq" -c "SELECT pgq.create_queue('bench')" >/dev/null
 psql_bench -f "$SANDBOX/src/bench/sql/setup_consumer.sql" >/dev/null
 {
 	echo "machine: $(nproc) cores, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n1)," \
@@ -109,9 +126,22 @@ psql_bench -f "$SANDBOX/src/bench/sql/setup_consumer.sql" >/dev/null
 	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out/machine.txt"
 
+# Whether the function a variant's script requires (if any) exists.
+declare -A skipped
+runnable() {
+	local script=$SANDBOX/src/bench/sql/$1.sql fn
+	fn=$(sed -n 's/^-- requires: //p' "$script")
+	[ -z "$fn" ] && return 0
+	[ "$(psql_bench -Atc "SELECT count(*) > 0 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname || '.' || p.proname = '$fn'")" = t ] && return 0
+	[ -n "${skipped[$1]:-}" ] || echo "skipping $1: $fn does not exist" >&2
+	skipped[$1]=1
+	return 1
+}
+
 raw=$out/raw.txt
 {
-	echo "# round workload variant tps failed server_cpu_us_per_transaction"
+	echo "# round workload variant tps failed server_cpu_us_per_transaction events_per_transaction"
 	for w in "${workloads[@]}"; do
 		IFS='|' read -r name clients defs baseline variants reset <<<"$w"
 		echo "# baseline $name $baseline"
@@ -125,10 +155,13 @@ for round in $(seq 1 "$rounds"); do
 		for d in $defs; do dopts+=(-D "$d"); done
 		# rotate the order by round: no variant always runs first (right
 		# after another workload's autovacuum, say) or last
+		[ "$have_pgq" = 1 ] || variants=$(tr ' ' '\n' <<<"$variants" | grep -v '^pgq' | paste -sd ' ')
 		read -r -a vs <<<"$variants"
 		n=${#vs[@]}
 		for i in $(seq 0 $((n - 1))); do
 			v=${vs[$(((i + round) % n))]}
+			runnable "$v" || continue
+			ept=$(sed -n 's/^-- events per transaction: \([0-9]*\)$/\1/p' "$SANDBOX/src/bench/sql/$v.sql")
 			settle "$reset"
 			cpu0=$(cpu_cgroup_usage_us)
 			res=$(as_postgres pgbench -n -h "$sock" -U postgres -T "$seconds" -M "$protocol" \
@@ -141,14 +174,14 @@ for round in $(seq 1 "$rounds"); do
 			cpu=-
 			[ -n "$cpu0" ] && [ "${ntx:-0}" -gt 0 ] &&
 				cpu=$(awk -v a="$cpu0" -v b="$cpu1" -v n="$ntx" 'BEGIN {printf "%.2f", (b - a) / n}')
-			echo "$round $name $v ${tps:-0} ${failed:-0} $cpu" | tee -a "$raw"
+			echo "$round $name $v ${tps:-0} ${failed:-0} $cpu ${ept:-1}" | tee -a "$raw"
 		done
 	done
 done
 
 table=$out/table.txt
 {
-	echo "medians over $rounds rounds of ${seconds}s, $protocol protocol (tps; batch rows/s = tps x 100; cpu_us = server CPU per transaction):"
+	echo "medians over $rounds rounds of ${seconds}s, $protocol protocol (tps; batch rows/s = tps x 100; cpu_us = server CPU per transaction; batch consumers: events/s and CPU per event):"
 	bash "$here/bench/table.sh" "$raw"
 } >"$table"
 echo

@@ -11,6 +11,10 @@
 # Other load on the machine moves tps a lot and server CPU per transaction
 # little.
 # The baseline of a workload is named by a "# baseline WORKLOAD VARIANT" line.
+# A run with a seventh column (events per transaction, bench/batch.sh)
+# counts events instead: its tps and server CPU are per event, so variants
+# that consume one event per transaction and those that consume a batch
+# compare directly.
 #
 #   bash bench/table.sh RAW.txt
 set -euo pipefail
@@ -31,8 +35,9 @@ awk '
 		# raw files without baseline lines ran the baseline first
 		if (!(w in wseen)) { wseen[w] = 1; worder[++nw] = w; if (!(w in base)) base[w] = v }
 		if (!((w, v) in vseen)) { vseen[w, v] = 1; vorder[w, ++nv[w]] = v }
-		tps[w, v, round] = $4; all[w, v] = all[w, v] " " $4; failed[w, v] += $5
-		if (NF >= 6 && $6 != "-") cpu[w, v] = cpu[w, v] " " $6
+		e = (NF >= 7 && $7 > 0) ? $7 : 1
+		tps[w, v, round] = $4 * e; all[w, v] = all[w, v] " " $4 * e; failed[w, v] += $5
+		if (NF >= 6 && $6 != "-") cpu[w, v] = cpu[w, v] " " $6 / e
 		rounds[round] = 1
 	}
 	END {

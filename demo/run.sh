@@ -9,7 +9,8 @@
 #   bash demo/run.sh --producer-dsn ... --consumer-dsn ...   your databases
 #
 # As root on a fresh Debian 12 machine: installs what it needs with apt-get,
-# builds the extension into a private copy of PostgreSQL 15 (test/lib.sh),
+# builds the extension into a private copy of PostgreSQL (Debian's 15, or
+# the installation the PG_CONFIG environment variable names; test/lib.sh),
 # starts a throwaway server as postgres on a unix socket in that sandbox
 # (library preloaded, gap sweeper on the consumer database with a 1 s
 # deadline), runs demo/ordering_demo, draws the parked-events chart with
@@ -80,7 +81,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-ensure_packages postgresql-15 postgresql-server-dev-15 libpq-dev \
+ensure_packages $(pg_packages) libpq-dev \
 	librabbitmq-dev gnuplot-nox make gcc libc6-dev
 
 # The program first: it checks the options before anything is started.

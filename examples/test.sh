@@ -32,7 +32,7 @@ ROUNDS=10
 STEPS_PER_ROUND=5	# events per resource per producer transaction
 TIMEOUT=120
 
-ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev \
+ensure_packages $(pg_packages) make gcc libc6-dev \
 	python3-psycopg golang-go golang-github-lib-pq-dev
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 	ensure_packages nodejs npm

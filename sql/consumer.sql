@@ -8,7 +8,7 @@
 -- No position yet: 0.
 SELECT ordering.position('billing', 'sub-1');
 
--- The seed's example: stored 6; arrivals 8, 7, 9 end at 9.
+-- The example of "Handling Out-of-Order Events with Sequence Numbers": stored 6; arrivals 8, 7, 9 end at 9.
 SELECT ordering.apply_if_newer('billing', 'sub-1', 6) AS v6;
 SELECT ordering.apply_if_newer('billing', 'sub-1', 8) AS v8;
 SELECT ordering.apply_if_newer('billing', 'sub-1', 7) AS v7_stale;
@@ -57,7 +57,7 @@ SELECT ordering.apply_if_newer('billing', 'sub-1', 21);
 \echo :SQLSTATE
 ROLLBACK;
 
--- The seed's verification: 50 state events plus 10 duplicates, shuffled
+-- That article's verification: 50 state events plus 10 duplicates, shuffled
 -- (a fixed shuffle), converge to the last one.
 CREATE TABLE state_arrivals (n int PRIMARY KEY, seq bigint NOT NULL);
 INSERT INTO state_arrivals
@@ -100,7 +100,7 @@ SELECT count(*) FILTER (WHERE o.applied) AS applied,
            (a.seq > COALESCE((SELECT max(b.seq) FROM state_arrivals b WHERE b.n < a.n), 0))) AS wrong
   FROM state_outcomes o JOIN state_arrivals a USING (n);
 
--- (b) newer_only guarding the seed's upsert, without its WHERE clause.
+-- (b) newer_only guarding the article's upsert, without its WHERE clause.
 CREATE TABLE billing_view (subscription_id text PRIMARY KEY, plan text NOT NULL,
                            version bigint NOT NULL);
 CREATE TRIGGER billing_view_newer_only BEFORE UPDATE ON billing_view
@@ -192,7 +192,7 @@ UPDATE billing_view SET plan = 'same', version = 50;    -- equal: skipped
 UPDATE billing_view SET plan = 'unversioned';           -- version unchanged: skipped
 SELECT * FROM billing_view;
 UPDATE billing_view SET plan = 'p51', version = 51 RETURNING *;
--- RETURNING shows nothing for a skipped upsert: the seed's "rows == 0".
+-- RETURNING shows nothing for a skipped upsert: the article's "rows == 0".
 INSERT INTO billing_view VALUES ('s1', 'p40', 40)
     ON CONFLICT (subscription_id) DO UPDATE
     SET plan = EXCLUDED.plan, version = EXCLUDED.version RETURNING *;
@@ -321,7 +321,7 @@ SELECT * FROM ordering.deliver('', 'acct-1', 12, '{}');
 \echo :SQLSTATE
 SELECT ordering.position('ledger', 'acct-1'), count(*) AS parked FROM ordering.parked;
 
--- The seed's verification: 30 step events, shuffled (a fixed shuffle), are
+-- That article's verification: 30 step events, shuffled (a fixed shuffle), are
 -- applied exactly once each and in order, by applying the returned rows.
 CREATE TABLE ledger (id bigserial PRIMARY KEY, resource_id text, seq bigint, payload jsonb);
 CREATE TABLE step_arrivals (n int PRIMARY KEY, seq bigint NOT NULL);
@@ -608,7 +608,7 @@ DROP TABLE parked_log;
 DROP FUNCTION log_parked();
 
 -------------------------------------------------------------------------------
--- The seed's delta events: "add 50 euros" must not be lost
+-- The article's delta events: "add 50 euros" must not be lost
 -------------------------------------------------------------------------------
 
 CREATE TABLE account_ledger (id bigserial PRIMARY KEY, account text, seq bigint, amount numeric);

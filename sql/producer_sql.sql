@@ -1,7 +1,8 @@
 -- The sequencing trigger under ordinary SQL: ON CONFLICT, other BEFORE
 -- triggers, COPY, partitions, non-text resources under other settings,
 -- rename/detach/attach, generated columns, copies of the trigger, read-only
--- transactions, savepoints, two-phase commit, many resources at once.
+-- transactions, savepoints, two-phase commit.  (Many resources in one
+-- transaction: test/t/005_many_resources.pl.)
 \set VERBOSITY terse
 
 -- The idempotent-producer pattern: a unique event key, retried with
@@ -299,26 +300,6 @@ BEGIN READ ONLY;
 SELECT ordering.position('ro', 'r'), ordering.last_sequence('ro', 'r');
 ROLLBACK;
 SELECT count(*) AS written FROM ordering.parked WHERE consumer = 'ro';
-
--------------------------------------------------------------------------------
--- Many new resources in one statement hold no lock per resource
--------------------------------------------------------------------------------
-
-SHOW max_locks_per_transaction;
-BEGIN;
-INSERT INTO ordering.outbox (resource_id, event_type, payload)
-SELECT 'many-' || g, 'T', '{}' FROM generate_series(1, 100000) g;
-SELECT count(*) AS locks_held FROM pg_locks
- WHERE pid = pg_backend_pid() AND locktype = 'advisory';
-COMMIT;
-SELECT count(*) AS counters, sum(last_seq) AS numbers FROM ordering.sequences
- WHERE stream = 'ordering.outbox' AND resource_id LIKE 'many-%';
-SELECT count(*) AS positions_applied
-  FROM generate_series(1, 100000) g, ordering.apply_if_newer('many', 'many-' || g, 1) a
- WHERE a;
-DELETE FROM ordering.outbox WHERE resource_id LIKE 'many-%';
-DELETE FROM ordering.sequences WHERE resource_id LIKE 'many-%';
-DELETE FROM ordering.positions WHERE consumer = 'many';
 
 -------------------------------------------------------------------------------
 -- Counter rows inserted by statements merge, keeping the higher value

@@ -183,6 +183,8 @@ consumer_read_position(const OwnedRow *row, Datum *values, bool *nulls,
 	kd->position = DatumGetInt64(values[POSITIONS_POSITION - 1]);
 	kd->blocked_at = nulls[POSITIONS_BLOCKED_AT - 1] ? 0 :
 		DatumGetInt64(values[POSITIONS_BLOCKED_AT - 1]);
+	/* a block is always ahead of the position (file header) */
+	Assert(kd->blocked_at == 0 || kd->blocked_at > kd->position);
 	if (kd->ready != NULL)
 		kd->ready->n = 0;
 }
@@ -232,6 +234,8 @@ decide_deliver(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 		return OWNED_KEEP;
 	}
 	kd->had_parked = parked_lowest(kd->parked, kd->key, kd->snapshot, &lowest);
+	/* nothing that continues the run is ever parked (file header) */
+	Assert(!kd->had_parked || lowest > kd->position + 1);
 
 	if (kd->seq == kd->position + 1)
 	{
@@ -250,6 +254,7 @@ decide_deliver(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 	if (kd->had_parked)
 	{
 		(void) parked_highest(kd->parked, kd->key, kd->snapshot, &highest);
+		Assert(highest >= lowest);
 		if (kd->seq >= lowest && kd->seq <= highest &&
 			parked_exists(kd->parked, kd->key, kd->seq, kd->snapshot))
 		{
@@ -383,6 +388,8 @@ consumer_finish_run(KeyDecision *kd, OwnedRel *positions, HandlerCache *hc,
 		KeyDecision block = *kd;
 		OwnedRow	row;
 
+		/* a guarded run stops at the event that failed */
+		Assert(dead_lettering && ran < ready->n);
 		block.seq = ready->events[ran].seq;
 		block.ready = NULL;
 		owned_advance(positions, kd->key, decide_block, &block, &row);

@@ -11,6 +11,8 @@
 #include "executor/spi.h"
 #include "utils/relcache.h"
 
+#include "compat.h"
+
 /* Settings (GUCs), defined in ordering.c */
 extern int	ordering_gap_deadline;	/* seconds */
 extern int	ordering_sweep_interval;	/* seconds */

@@ -391,14 +391,16 @@ check_table(Relation rel, const OwnedTableDef *def)
 
 	check_version(def);
 	check_columns(rel, def);
-	check_executor_features(rel, def);
 	if (!OidIsValid(pkid))
 		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-					 "it has no primary key", reinstall_hint);
+					 "it has no primary key that is checked immediately",
+					 reinstall_hint);
 	indexes = RelationGetIndexList(rel);
 	foreach(lc, indexes)
 		check_index(rel, def, lfirst_oid(lc), lfirst_oid(lc) == pkid);
 	list_free(indexes);
+	/* after the indexes: a deferrable key brings a trigger of its own */
+	check_executor_features(rel, def);
 }
 
 /*
@@ -516,8 +518,7 @@ owned_check_key_length(text *key, const char *what)
 bool
 owned_columns_indexed(OwnedRel *orel, Bitmapset *columns)
 {
-	Bitmapset  *indexed = RelationGetIndexAttrBitmap(orel->rel,
-													 ORDERING_INDEX_ATTR_BITMAP_ALL);
+	Bitmapset  *indexed = ordering_indexed_columns(orel->rel);
 	bool		overlap = bms_overlap(indexed, columns);
 
 	bms_free(indexed);
@@ -525,14 +526,17 @@ owned_columns_indexed(OwnedRel *orel, Bitmapset *columns)
 }
 
 /*
- * Add the entries of a heap tuple just written to every ready index of the
- * table (file header).  "changed" holds the columns (offset as in
- * owned_columns_indexed) that differ from the version this one replaces, or
- * is NULL for a new row: a unique index none of whose columns changed needs
- * no uniqueness check, the old version already held those values.
+ * Add the entries of a heap tuple just written to the ready indexes of the
+ * table that need one (file header): every index for a new row, those
+ * heap_update() said for a new version (compat.h).  "changed" holds the
+ * columns (offset as in owned_columns_indexed) that differ from the version
+ * this one replaces, or is NULL for a new row: a unique index none of whose
+ * columns changed needs no uniqueness check, the old version already held
+ * those values.
  */
 void
-owned_index_insert(OwnedRel *orel, HeapTuple tuple, Bitmapset *changed)
+owned_index_insert(OwnedRel *orel, HeapTuple tuple, Bitmapset *changed,
+				   OrderingIndexUpdate which)
 {
 	List	   *indexes = RelationGetIndexList(orel->rel);
 	TupleDesc	desc = RelationGetDescr(orel->rel);
@@ -547,7 +551,7 @@ owned_index_insert(OwnedRel *orel, HeapTuple tuple, Bitmapset *changed)
 		bool		unchanged = changed != NULL;
 		IndexUniqueCheck check = UNIQUE_CHECK_NO;
 
-		if (!idx->rd_index->indisready)
+		if (!idx->rd_index->indisready || !ordering_index_needs_entry(idx, which))
 		{
 			index_close(idx, orel->mode);
 			continue;
@@ -566,6 +570,7 @@ owned_index_insert(OwnedRel *orel, HeapTuple tuple, Bitmapset *changed)
 			check = UNIQUE_CHECK_YES;
 		index_insert(idx, values, isnull, &tuple->t_self, orel->rel, check,
 					 unchanged, info);
+		ordering_index_insert_cleanup(idx, info);
 		index_close(idx, NoLock);
 	}
 	list_free(indexes);

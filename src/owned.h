@@ -22,6 +22,8 @@
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
 
+#include "compat.h"
+
 /* The extension's tables this layer accesses */
 typedef enum OwnedTableId
 {
@@ -137,7 +139,7 @@ extern void owned_close(OwnedRel *orel);
 extern void owned_prevent_write(const char *what);
 extern void owned_check_key_length(text *key, const char *what);
 extern void owned_index_insert(OwnedRel *orel, HeapTuple tuple,
-							   Bitmapset *changed);
+							   Bitmapset *changed, OrderingIndexUpdate which);
 extern bool owned_columns_indexed(OwnedRel *orel, Bitmapset *columns);
 
 /* owned_rows.c: the rows */

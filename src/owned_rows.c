@@ -512,18 +512,22 @@ write_version(OwnedRel *orel, const OwnedRow *row, Datum *values,
 	Bitmapset  *changed = changed_columns(rel, row, values, nulls);
 	OrderingIndexUpdate indexes;
 	TM_FailureData tmfd;
+	LockTupleMode lockmode;
 	TM_Result	result;
 
 	if (written_this_command(row))
 	{
+		/* only the current subtransaction's own version, never a parent's */
+		Assert(TransactionIdEquals(row->xmin, GetCurrentTransactionIdIfAny()));
+		newtup->t_self = row->tid;
 		if (!RelationIsLogicallyLogged(rel) &&
 			newtup->t_len == row->tuple->t_len &&
 			newtup->t_data->t_hoff == row->tuple->t_data->t_hoff &&
-			!owned_columns_indexed(orel, changed))
+			!owned_columns_indexed(orel, changed) &&
+			ordering_heap_inplace_update(rel, newtup))
 		{
-			newtup->t_self = row->tid;
-			ordering_overwrite_in_place(rel, newtup);
 			heap_freetuple(newtup);
+			bms_free(changed);
 			return true;
 		}
 		/* a version of the current command cannot be updated until ... */
@@ -531,16 +535,17 @@ write_version(OwnedRel *orel, const OwnedRow *row, Datum *values,
 	}
 
 	result = ordering_heap_update(rel, (ItemPointer) &row->tid, newtup,
-								  GetCurrentCommandId(true), &tmfd, &indexes);
+								  GetCurrentCommandId(true), InvalidSnapshot,
+								  true, &tmfd, &lockmode, &indexes);
 	switch (result)
 	{
 		case TM_Ok:
 			if (indexes != ORDERING_INDEXES_NONE)
-			{
-				owned_index_insert(orel, newtup, changed);
-				if (orel->id == OWNED_SEQUENCES || orel->id == OWNED_POSITIONS)
-					cache_remember(rel, key_hash(values), &newtup->t_self);
-			}
+				owned_index_insert(orel, newtup, changed, indexes);
+			/* a version outside the HOT chain is the root of a new one */
+			if (indexes == ORDERING_INDEXES_ALL &&
+				(orel->id == OWNED_SEQUENCES || orel->id == OWNED_POSITIONS))
+				cache_remember(rel, key_hash(values), &newtup->t_self);
 			break;
 		case TM_Updated:
 		case TM_Deleted:
@@ -608,7 +613,7 @@ insert_row(OwnedRel *orel, Datum *values, bool *nulls)
 										nulls);
 
 	heap_insert(orel->rel, tuple, GetCurrentCommandId(true), 0, NULL);
-	owned_index_insert(orel, tuple, NULL);
+	owned_index_insert(orel, tuple, NULL, ORDERING_INDEXES_ALL);
 	if (orel->id == OWNED_SEQUENCES || orel->id == OWNED_POSITIONS)
 		cache_remember(orel->rel, key_hash(values), &tuple->t_self);
 	heap_freetuple(tuple);

@@ -183,6 +183,7 @@ provisional_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction,
 	}
 	PG_END_TRY();
 	statement_level--;
+	Assert(statement_level >= 0);
 }
 
 /*

@@ -1,9 +1,48 @@
 # Shared shell functions for the test, demo and bench commands: package
 # installation and a private, postgres-owned PostgreSQL sandbox.
-# Source it; it defines functions only.
+# Source it; it sets the PG_* variables below and defines functions.
 
-PG_MAJOR=15
-PG_CONFIG_SYSTEM=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config
+# The PostgreSQL to build against and run: the pg_config named by the
+# PG_CONFIG environment variable (any installation of 15 or later, used as
+# it is), or by default Debian's PostgreSQL 15, which the scripts install
+# with ensure_packages $(pg_packages).
+if [ -n "${PG_CONFIG:-}" ]; then
+	PG_CONFIG_SYSTEM=$PG_CONFIG
+	PG_DEBIAN=0
+	if [ ! -x "$PG_CONFIG_SYSTEM" ] ||
+		! PG_MAJOR=$("$PG_CONFIG_SYSTEM" --version | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p') ||
+		[ -z "$PG_MAJOR" ]; then
+		echo "PG_CONFIG=$PG_CONFIG_SYSTEM is not a pg_config that runs" >&2
+		exit 2
+	fi
+	if [ "$PG_MAJOR" -lt 15 ]; then
+		echo "PG_CONFIG names PostgreSQL $PG_MAJOR; the extension needs 15 or later" >&2
+		exit 2
+	fi
+else
+	PG_MAJOR=15
+	PG_CONFIG_SYSTEM=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config
+	PG_DEBIAN=1
+fi
+
+# The Debian packages of the PostgreSQL in use, for ensure_packages: server
+# and headers, and with an argument each package named
+# postgresql-MAJOR-ARG (for the default only: a PG_CONFIG of your own comes
+# with what it has, and nothing is installed into it).
+pg_packages() {
+	[ "$PG_DEBIAN" = 1 ] || return 0
+	echo "postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR"
+	local extra
+	for extra in "$@"; do
+		echo "postgresql-$PG_MAJOR-$extra"
+	done
+}
+
+# An installation directory of the PostgreSQL in use: $1 is a pg_config
+# option (--bindir, --sharedir, ...).
+pg_dir() {
+	"$PG_CONFIG_SYSTEM" "$1"
+}
 
 # Install the Debian packages that are missing (needs root and apt-get).
 ensure_packages() {
@@ -36,14 +75,17 @@ sandbox_create() {
 	local src=$1
 	SANDBOX=$(mktemp -d /tmp/ordering.XXXXXX)
 	chmod 755 "$SANDBOX"
-	mkdir -p "$SANDBOX/src" "$SANDBOX/inst/usr/lib/postgresql" \
-		"$SANDBOX/inst/usr/share/postgresql"
+	mkdir -p "$SANDBOX/src" "$SANDBOX/inst"
 	tar -C "$src" --exclude=.git --exclude='tmp_check*' --exclude=results \
 		--exclude=output_iso --exclude='*.o' --exclude='*.so' \
 		--exclude='*.bc' -cf - . | tar -C "$SANDBOX/src" -xf -
-	cp -a "/usr/lib/postgresql/$PG_MAJOR" "$SANDBOX/inst/usr/lib/postgresql/"
-	cp -a "/usr/share/postgresql/$PG_MAJOR" "$SANDBOX/inst/usr/share/postgresql/"
-	SANDBOX_BIN=$SANDBOX/inst/usr/lib/postgresql/$PG_MAJOR/bin
+	# the server finds the other two relative to bindir: keep their places
+	local dir
+	for dir in "$(pg_dir --bindir)" "$(pg_dir --pkglibdir)" "$(pg_dir --sharedir)"; do
+		mkdir -p "$SANDBOX/inst$(dirname "$dir")"
+		cp -a "$dir" "$SANDBOX/inst$dir"
+	done
+	SANDBOX_BIN=$SANDBOX/inst$(pg_dir --bindir)
 	if [ "$(id -u)" -eq 0 ]; then
 		chown -R postgres: "$SANDBOX"
 	fi

@@ -15,7 +15,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=test/lib.sh
 . "$here/test/lib.sh"
 
-ensure_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl \
+ensure_packages $(pg_packages) libipc-run-perl \
 	make gcc libc6-dev
 sandbox_create "$here"
 trap sandbox_destroy EXIT

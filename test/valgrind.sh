@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 #
 # Runs the pg_regress and isolation suites with every server process under
-# valgrind memcheck, and fails on any error whose stack passes through the
-# extension's code (a frame in one of src/*.c).
+# valgrind memcheck, and the extension built with assertions enabled
+# (USE_ASSERT_CHECKING), and fails on any error whose stack passes through
+# the extension's code (a frame in one of src/*.c) or a failed assertion.
 #
 #   bash test/valgrind.sh [regress] [isolation]
 #
@@ -20,10 +21,17 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 suites=${*:-regress isolation}
 
-ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev valgrind
+ensure_packages $(pg_packages) make gcc libc6-dev valgrind
 sandbox_create "$here"
 trap sandbox_destroy EXIT
 sandbox_build
+# This suite runs the extension built with assertions enabled, so the
+# invariants the code states as Assert()s are checked on every test too.
+as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" clean
+as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" \
+	ORDERING_CFLAGS=-DUSE_ASSERT_CHECKING
+as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" \
+	DESTDIR="$SANDBOX/inst" install
 
 # Put valgrind between the server's callers (initdb, pg_ctl, pg_regress) and
 # the server.  Bootstrap, single-user and version checks run natively: they

@@ -10,14 +10,15 @@
 -- one: a duplicate.  Every variant sees exactly the same stream, and the
 -- consumer tables are emptied before every run (reset_consumer.sql).
 
--- State consumers (seeds/sequence-numbers-guide.txt, step 2): one projection table per variant.
+-- State consumers ("Handling Out-of-Order Events with Sequence Numbers",
+-- step 2): one projection table per variant.
 CREATE TABLE proj_guarded (resource_id text PRIMARY KEY, plan text NOT NULL, version bigint NOT NULL);
 CREATE TABLE proj_ext (LIKE proj_guarded INCLUDING ALL);
 CREATE TABLE proj_newer (LIKE proj_guarded INCLUDING ALL);
 CREATE TABLE proj_guarded_select (LIKE proj_guarded INCLUDING ALL);
 CREATE TABLE proj_ext_function (LIKE proj_guarded INCLUDING ALL);
 -- apply_ext's statement in a PL/pgSQL function, which plans it once per
--- session: what a client on the simple protocol can do instead of preparing.
+-- connection: what a client on the simple protocol can do instead of preparing.
 CREATE FUNCTION apply_plan(r text, p text, s bigint) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO proj_ext_function AS v (resource_id, plan, version)
@@ -27,7 +28,7 @@ END $$;
 CREATE TRIGGER newer_only BEFORE UPDATE ON proj_newer
     FOR EACH ROW EXECUTE FUNCTION ordering.newer_only('version');
 
--- Step consumers (seeds/sequence-numbers-guide.txt, step 3) by hand: a position row per resource that
+-- Step consumers (the same article, step 3) by hand: a position row per resource that
 -- is also the per-entity lock, and a durable parking table.
 CREATE TABLE plpgsql_positions (resource_id text PRIMARY KEY, last_applied bigint NOT NULL);
 CREATE TABLE plpgsql_parked (resource_id text, seq bigint, payload jsonb,

@@ -36,7 +36,8 @@ END $$;
 CREATE TRIGGER next_seq BEFORE INSERT ON plpgsql_outbox
     FOR EACH ROW EXECUTE FUNCTION plpgsql_next_seq();
 
--- Seed 004's naive MAX + 1 under the unique constraint, retried on conflict.
+-- The naive MAX + 1 of "Ordering Is Not a Transport Problem", under the
+-- unique constraint, retried on conflict.
 CREATE TABLE naive_outbox (LIKE plain_outbox INCLUDING ALL);
 CREATE FUNCTION naive_emit(r text, t text, p jsonb) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE s bigint;

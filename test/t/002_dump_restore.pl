@@ -1,6 +1,7 @@
 # pg_dump / pg_restore round-trips a producer database: outbox rows keep their
 # sequence numbers, counters (also of purged rows and of users' own attached
-# tables) are kept, and producing after the restore continues the sequences.
+# tables) are kept, producing after the restore continues the sequences, and
+# ordering.check() finds nothing before the dump or after the restore.
 use strict;
 use warnings;
 use FindBin;
@@ -9,6 +10,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use OrderingDump;
+use OrderingWorkload;
 
 my $node = PostgreSQL::Test::Cluster->new('dump');
 $node->init;
@@ -47,11 +49,14 @@ my $rows = $node->safe_psql('src', $rows_sql);
 like($counters, qr{ordering\.outbox/r0=10 ordering\.outbox/r1=10 ordering\.outbox/r2=10},
 	'source counters as produced');
 
+OrderingWorkload::self_check($node, 'src', 'source');
+
 my $tempdir = PostgreSQL::Test::Utils::tempdir;
 foreach my $format ('custom', 'plain')
 {
 	my $db = "restored_$format";
 	OrderingDump::dump_restore($node, 'src', $db, $format, "$tempdir/src.$format");
+	OrderingWorkload::self_check($node, $db, "$format: restored");
 
 	is($node->safe_psql($db, $state_sql), $counters, "$format: counters restored");
 	is($node->safe_psql($db, $rows_sql), $rows, "$format: outbox rows keep id and seq");
@@ -68,6 +73,7 @@ foreach my $format ('custom', 'plain')
 		     > (SELECT max(id) FROM ordering.outbox WHERE resource_id <> 'new'
 		                                              AND seq <= 10)}),
 		't', "$format: the outbox identity continues after the restored ids");
+	OrderingWorkload::self_check($node, $db, "$format: after producing");
 }
 
 $node->stop;

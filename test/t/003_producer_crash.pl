@@ -1,7 +1,8 @@
 # Crash recovery of the producer side: concurrent producers are interrupted by
 # an immediate shutdown and by kill -9 of a backend holding a counter row;
 # after each restart every resource's outbox sequence is exactly 1..n and its
-# counter equals n, and producing continues from there.
+# counter equals n, ordering.check() finds nothing, and producing continues
+# from there.
 use strict;
 use warnings;
 use IPC::Run;
@@ -53,6 +54,7 @@ sub check_after_restart
 		"$what: every resource is 1..n with its counter at n");
 	my $total = $node->safe_psql('postgres', 'SELECT count(*) FROM ordering.outbox');
 	cmp_ok($total, '>=', $seen, "$what: every event seen committed survived");
+	OrderingWorkload::self_check($node, 'postgres', $what);
 	my ($n, $next) = split /\|/, $node->safe_psql('postgres', q{
 		SELECT (SELECT count(*) FROM ordering.outbox WHERE resource_id = 'r3'),
 		       ordering.emit('r3', 'e', '{}')});

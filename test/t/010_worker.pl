@@ -159,8 +159,13 @@ ok( $node->poll_query_until('postgres', q{
 $old = $node->safe_psql('postgres', q{
 	SELECT pid FROM pg_stat_activity
 	 WHERE backend_type = 'ordering gap sweeper' AND datname = 'gapdb'});
+my $log_offset = -s $node->logfile;
 kill 'KILL', $old;
-$node->wait_for_log(qr/all server processes terminated; reinitializing/);
+$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
+# as 003 and 020 do: a psql started while the server still refuses
+# connections may exit before it reads its query, and IPC::Run dies of the
+# broken pipe
+$node->wait_for_log(qr/database system is ready to accept connections/, $log_offset);
 ok( $node->poll_query_until('postgres', qq{
 	SELECT count(*) = 1 FROM pg_stat_activity
 	 WHERE backend_type = 'ordering gap sweeper' AND datname = 'gapdb'

@@ -1,7 +1,7 @@
 # Without shared_preload_libraries the statistics objects raise 55000 with a
-# hint, and everything else (producing, sweeping) keeps working with the
-# statistics hooks as no-ops.  With it, the shared memory the statistics
-# reserve at the default settings stays within 1 MiB.
+# hint, and everything else (producing, sweeping, ordering.check()) keeps
+# working with the statistics hooks as no-ops.  With it, the shared memory
+# the statistics reserve at the default settings stays within 1 MiB.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -41,6 +41,8 @@ $node->safe_psql('postgres', q{
 is( $node->safe_psql('postgres',
 		'SELECT consumer, missing_from, missing_to FROM ordering.sweep_gaps()'),
 	'c|1|2', 'sweeping works (its count is a no-op)');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM ordering.check()'), '0',
+	'ordering.check() works, leaving out the statistics gauges');
 is( $node->safe_psql('postgres',
 		q{SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'ordering%'}),
 	'0', 'no workers without preloading');

@@ -8,6 +8,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
 use HTTP::Tiny;
 use IPC::Run;
 use Time::HiRes qw(usleep);
@@ -33,7 +34,8 @@ $node->safe_psql('postgres', q{
 });
 $node->psql('postgres', q{SELECT ordering.emit('acct-1', 'e', '{}', expected_seq => 9)});
 
-my $queries = "$ENV{TESTDIR}/monitoring/queries.yaml";
+# relative to this file: PGXS sets no TESTDIR on every version
+my $queries = "$FindBin::RealBin/../../monitoring/queries.yaml";
 ok(-f $queries, 'the custom queries file is in the repository');
 
 my $port = PostgreSQL::Test::Cluster::get_free_port();

@@ -385,7 +385,19 @@ sub payload_violations
 	return join(' ', @bad);
 }
 
-# Check every invariant; $what names the moment.  Options: strict => 0
+# ordering.check() of database $db finds nothing; $what names the moment.
+# Also used by 002_dump_restore and 003_producer_crash.
+sub self_check
+{
+	my ($node, $db, $what) = @_;
+	is($node->safe_psql($db,
+			q{SELECT string_agg(kind || ': ' || detail, E'\n') FROM ordering.check()}),
+		'', "$what: ordering.check() finds nothing in $db");
+	return;
+}
+
+# Check every invariant (ordering.check() of both databases included);
+# $what names the moment.  Options: strict => 0
 # leaves out the staleness of gap requests; settle => 1 checks without it,
 # then sweeps once (nothing may be delivering then) and checks the gap
 # requests strictly.  Returns the number of ledger rows.
@@ -406,6 +418,8 @@ sub check_invariants
 		is($node->safe_psql($w->{cdb}, $sql), '',
 			"$what: after a quiet sweep, gap requests exactly for the open gaps");
 	}
+	self_check($node, 'producerdb', $what);
+	self_check($node, $w->{cdb}, $what);
 	return $node->safe_psql($w->{cdb}, 'SELECT count(*) FROM ledger');
 }
 
