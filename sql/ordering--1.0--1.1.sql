@@ -102,13 +102,13 @@ CREATE EVENT TRIGGER ordering_forget_dropped_tables ON sql_drop
     EXECUTE FUNCTION ordering.forget_dropped_tables();
 
 -- The companions of the sequencing trigger (see src/producer.c).
-CREATE FUNCTION ordering.sequence_stored(stream text, seq bigint) RETURNS boolean
-    LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'ordering_sequence_stored';
-COMMENT ON FUNCTION ordering.sequence_stored(text, bigint) IS
-    'The WHEN clause of an attached table''s AFTER INSERT trigger: tells the extension that the row holding this number was stored (so it is not given back); always false';
+CREATE FUNCTION ordering.sequence_stored() RETURNS boolean
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_sequence_stored';
+COMMENT ON FUNCTION ordering.sequence_stored() IS
+    'The WHEN clause of an attached table''s AFTER INSERT trigger: tells the extension that the row just stored keeps its number (it is not given back); always false';
 -- Evaluated with the privileges of whoever inserts into an attached table:
 -- it only tells this backend that its own row was stored.
-GRANT EXECUTE ON FUNCTION ordering.sequence_stored(text, bigint) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION ordering.sequence_stored() TO PUBLIC;
 
 CREATE FUNCTION ordering.sequence_stored_trigger() RETURNS trigger
     LANGUAGE c AS 'MODULE_PATHNAME', 'ordering_sequence_stored_trigger';
@@ -145,9 +145,9 @@ BEGIN
         tbl, resource_column, sequence_column, stream);
     EXECUTE pg_catalog.format(
         'CREATE TRIGGER ordering_sequence_stored AFTER INSERT ON %s FOR EACH ROW '
-        'WHEN (ordering.sequence_stored(%L::pg_catalog.text, NEW.%I)) '
+        'WHEN (ordering.sequence_stored()) '
         'EXECUTE FUNCTION ordering.sequence_stored_trigger()',
-        tbl, stream, sequence_column);
+        tbl);
     EXECUTE pg_catalog.format(
         'CREATE TRIGGER ordering_sequence_guard BEFORE UPDATE OR DELETE ON %s FOR EACH ROW '
         'EXECUTE FUNCTION ordering.sequence_guard(%L, %L, %L)',

@@ -420,16 +420,18 @@ owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
 	Relation	rel = orel->rel;
 	bool		keyed = orel->id == OWNED_SEQUENCES || orel->id == OWNED_POSITIONS;
 	uint64		hash = keyed ? key_hash(key) : 0;
-	int			nkeys = owned_pk(orel)->rd_index->indnkeyatts;
+	int			nkeys;
 	ScanKeyData keys[INDEX_MAX_KEYS];
 	IndexScanDesc scan;
 	ItemPointer tid;
 	Buffer		buf = InvalidBuffer;
 
 	memset(row, 0, sizeof(OwnedRow));
+	/* a row found through the cache never opens the index */
 	if (keyed && fetch_cached(rel, key, hash, snapshot, row))
 		return true;
 
+	nkeys = owned_pk(orel)->rd_index->indnkeyatts;
 	(void) init_scan_keys(orel->id, keys, key, nkeys, InvalidStrategy, 0);
 	scan = ordering_index_beginscan(rel, owned_pk(orel), snapshot, nkeys, 0);
 	index_rescan(scan, keys, nkeys, NULL, 0);

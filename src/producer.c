@@ -13,7 +13,7 @@
  *	  COPY, a function called from COPY TO.  The number stays provisional
  *	  until the row is stored (provisional.c).
  *	- a companion AFTER INSERT trigger whose WHEN clause,
- *	  ordering.sequence_stored(stream, seq), reports each stored row.
+ *	  ordering.sequence_stored(), reports each stored row.
  *	- ordering.sequence_guard(), BEFORE UPDATE OR DELETE FOR EACH ROW: a
  *	  sequenced row keeps its number and its resource; and a row that an
  *	  UPDATE moves to another partition (PostgreSQL deletes it from the old
@@ -255,24 +255,24 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 }
 
 /*
- * ordering.sequence_stored(stream text, seq bigint) returns boolean: the
- * WHEN clause of the companion AFTER INSERT trigger.  Evaluated right after
- * a row is stored: its number is no longer provisional, and counts as
- * assigned.  Always false, so no trigger event is queued.
+ * ordering.sequence_stored() returns boolean: the WHEN clause of the
+ * companion AFTER INSERT trigger.  Evaluated right after a row is stored:
+ * its number is no longer provisional, and counts as assigned.  Always
+ * false, so no trigger event is queued.
  */
 Datum
 ordering_sequence_stored(PG_FUNCTION_ARGS)
 {
-	text	   *stream = PG_GETARG_TEXT_PP(0);
-	text	   *resource = provisional_stored(stream, PG_GETARG_INT64(1));
+	Provisional *p = provisional_stored();
 
-	if (resource != NULL)
+	if (p != NULL)
 	{
-		char	   *name = text_to_cstring(stream);
+		char	   *name = text_to_cstring(p->stream);
 
 		ordering_stats_sequence_assigned(name);
-		ordering_stats_hot_resource('s', name, text_to_cstring(resource), 1);
-		pfree(resource);
+		ordering_stats_hot_resource('s', name, text_to_cstring(p->resource), 1);
+		pfree(name);
+		provisional_free(p);
 	}
 	PG_RETURN_BOOL(false);
 }

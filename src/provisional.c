@@ -14,10 +14,12 @@
  * So every number the trigger hands out is recorded here as provisional,
  * with the statement nesting level it was handed out at, and the row's
  * companion AFTER INSERT trigger tells us when the row is stored: its WHEN
- * clause, ordering.sequence_stored(stream, seq), is evaluated right after
- * the row is stored and only for rows that are stored, and it removes the
- * record (it returns false, so the trigger itself never fires and no event
- * is queued).  What remains recorded at a level once that level's rows are
+ * clause, ordering.sequence_stored(), is evaluated right after the row is
+ * stored and only for rows that are stored, and it removes the record of
+ * the row whose BEFORE trigger ran last at that level (it returns false, so
+ * the trigger itself never fires and no event is queued).  The clause takes
+ * no arguments because it is prepared once per statement: the less it has
+ * to parse, the less a single-row INSERT pays.  What remains recorded at a level once that level's rows are
  * decided is a number whose row was not stored, and is given back:
  *
  *	- when the trigger fires again at the same level: the rows before it in
@@ -57,16 +59,6 @@
 #include "ordering.h"
 #include "provisional.h"
 
-/* A number handed out whose row is not known to be stored */
-typedef struct Provisional
-{
-	text	   *stream;
-	text	   *resource;
-	int64		seq;
-	int			level;
-	SubTransactionId subid;
-} Provisional;
-
 /* The records, oldest first, in TopTransactionContext */
 static List *provisionals = NIL;
 
@@ -95,30 +87,38 @@ provisional_record(text *stream, text *resource, int64 seq)
 }
 
 /*
- * The row that got "seq" of "stream" was stored: forget its record (the
- * newest that matches: rows of a nested statement are stored before the
- * outer row that is still being decided), and return the row's resource.
- * NULL if there was none (a row that kept a number it carried: restored,
- * or moved between partitions).
+ * The row whose BEFORE trigger ran last at the current level was stored:
+ * forget its record, and return it (the caller frees it).  NULL if that row
+ * made no record (it kept a number it carried: restored, or moved between
+ * partitions).  The trigger settled the records of the rows before it at
+ * this level first, so the only record left at this level is that row's;
+ * rows of statements run from its other triggers are one level deeper.
  */
-text *
-provisional_stored(text *stream, int64 seq)
+Provisional *
+provisional_stored(void)
 {
 	for (int i = list_length(provisionals) - 1; i >= 0; i--)
 	{
 		Provisional *p = list_nth(provisionals, i);
 
-		if (p->seq == seq && ordering_text_equal(p->stream, stream))
+		if (p->level == statement_level)
 		{
-			text	   *resource = p->resource;
-
 			provisionals = list_delete_nth_cell(provisionals, i);
-			pfree(p->stream);
-			pfree(p);
-			return resource;
+			return p;
 		}
 	}
 	return NULL;
+}
+
+/*
+ * Free a record provisional_stored() returned.
+ */
+void
+provisional_free(Provisional *p)
+{
+	pfree(p->stream);
+	pfree(p->resource);
+	pfree(p);
 }
 
 /*

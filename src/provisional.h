@@ -10,7 +10,18 @@
 
 extern void provisional_init(void);
 extern void provisional_record(text *stream, text *resource, int64 seq);
-extern text *provisional_stored(text *stream, int64 seq);
+/* A number handed out whose row is not known to be stored */
+typedef struct Provisional
+{
+	text	   *stream;
+	text	   *resource;
+	int64		seq;
+	int			level;
+	SubTransactionId subid;
+} Provisional;
+
+extern Provisional *provisional_stored(void);
+extern void provisional_free(Provisional *p);
 extern void provisional_settle_level(void);
 
 #endif							/* ORDERING_PROVISIONAL_H */

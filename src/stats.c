@@ -34,11 +34,12 @@
  * a hot-resource count, and keeps it until ordering.stats_reset(); when the
  * pool is used up, later names get none (a WARNING once per backend).  The
  * pending side is a log of (name, resource, nesting level, n) in backend
- * memory, appended to per event (consecutive events of one resource add up
- * in place), kept in nesting-level order: a rolled-back savepoint truncates
- * its tail, a released one relabels it.  When it fills, it is sorted and
- * equal entries merged (memory then grows with the distinct resources of
- * the transaction, not with its events).
+ * memory with one entry per distinct (name, resource, level): an event adds
+ * to the entry it finds through a small open-addressing index (or, first,
+ * to the last entry), so memory grows with the distinct resources of a
+ * transaction, not with its events.  The log is kept in nesting-level
+ * order: a rolled-back savepoint truncates its tail, a released one
+ * relabels it (merging into the parent level's entries).
  *
  * Sequence conflicts are the exception to "at commit": counted into the
  * stream's shared entry at once, since the transaction that refuses the
@@ -189,6 +190,47 @@ typedef struct PendingHot
 /* The hot log starts with room for this many; a larger one is freed at end */
 #define HOT_LOG_INITIAL		64
 #define HOT_LOG_KEEP		4096
+/* Up to this many entries are searched one by one, without the index */
+#define HOT_LOG_LINEAR		8
+
+/* The index of the hot log: (owner, level, resource hash) -> entry */
+typedef struct HotKey
+{
+	PendingEntry *owner;
+	uint64		hash;
+	int			level;
+} HotKey;
+
+typedef struct HotIndexEntry
+{
+	HotKey		key;
+	int			entry;			/* in hot_log */
+	char		status;			/* simplehash's */
+} HotIndexEntry;
+
+/*
+ * Hash of a HotKey: the resource hash is a good 64-bit hash already; mix
+ * in the owner and the level.
+ */
+static inline uint32
+hot_key_hash(HotKey key)
+{
+	uint64		h = key.hash ^ ((uint64) (uintptr_t) key.owner * UINT64CONST(0x9E3779B97F4A7C15));
+
+	return murmurhash32((uint32) (h ^ (h >> 32)) ^ (uint32) key.level);
+}
+
+#define SH_PREFIX hotindex
+#define SH_ELEMENT_TYPE HotIndexEntry
+#define SH_KEY_TYPE HotKey
+#define SH_KEY key
+#define SH_HASH_KEY(tb, k) hot_key_hash(k)
+#define SH_EQUAL(tb, a, b) \
+	((a).owner == (b).owner && (a).hash == (b).hash && (a).level == (b).level)
+#define SH_SCOPE static inline
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
 
 static const int64 distance_bounds[ORDERING_NUM_BOUNDS] = ORDERING_DISTANCE_BOUNDS;
 
@@ -211,6 +253,8 @@ static int	pending_maxdirty = 0;
 static PendingHot *hot_log = NULL;
 static int	hot_n = 0;
 static int	hot_max = 0;
+static hotindex_hash *hot_index = NULL;
+static bool hot_indexed = false;	/* hot_index holds the log's keys */
 static bool warned_full = false;
 static bool warned_sketches = false;
 
@@ -444,50 +488,18 @@ copy_resource(char *dst, const char *resource, int len)
 }
 
 /*
- * qsort comparator of the hot log: nesting level first (the order the log
- * must keep), then owner, resource.
- */
-static int
-pending_hot_cmp(const void *a, const void *b)
-{
-	const PendingHot *ha = (const PendingHot *) a;
-	const PendingHot *hb = (const PendingHot *) b;
-
-	if (ha->level != hb->level)
-		return ha->level < hb->level ? -1 : 1;
-	if (ha->owner != hb->owner)
-		return (uintptr_t) ha->owner < (uintptr_t) hb->owner ? -1 : 1;
-	if (ha->hash != hb->hash)
-		return ha->hash < hb->hash ? -1 : 1;
-	return strcmp(ha->id, hb->id);
-}
-
-/*
- * The hot log is full: merge its equal entries, and grow it unless that
- * freed at least half of it.
+ * Make room for one more entry in the hot log.
  */
 static void
 pending_hot_make_room(void)
 {
-	int			kept = 0;
-
 	if (hot_log == NULL)
 	{
 		hot_max = HOT_LOG_INITIAL;
 		hot_log = MemoryContextAlloc(TopMemoryContext,
 									 hot_max * sizeof(PendingHot));
-		return;
 	}
-	qsort(hot_log, hot_n, sizeof(PendingHot), pending_hot_cmp);
-	for (int i = 0; i < hot_n; i++)
-	{
-		if (kept > 0 && pending_hot_cmp(&hot_log[kept - 1], &hot_log[i]) == 0)
-			hot_log[kept - 1].n += hot_log[i].n;
-		else
-			hot_log[kept++] = hot_log[i];
-	}
-	hot_n = kept;
-	if (hot_n > hot_max / 2)
+	else if (hot_n >= hot_max)
 	{
 		hot_max *= 2;
 		hot_log = repalloc_huge(hot_log, (Size) hot_max * sizeof(PendingHot));
@@ -495,9 +507,99 @@ pending_hot_make_room(void)
 }
 
 /*
+ * The key of a hot-log entry.
+ */
+static inline HotKey
+hot_key(PendingEntry *owner, uint64 hash, int level)
+{
+	HotKey		key;
+
+	key.owner = owner;
+	key.hash = hash;
+	key.level = level;
+	return key;
+}
+
+/*
+ * The entry of a key among the first "upto" entries of the hot log, or -1:
+ * searched one by one while the log is short, else through the index.
+ */
+static int
+pending_hot_find(HotKey key, int upto)
+{
+	if (hot_indexed)
+	{
+		HotIndexEntry *ie = hotindex_lookup(hot_index, key);
+
+		return ie != NULL && ie->entry < upto ? ie->entry : -1;
+	}
+	for (int i = 0; i < upto; i++)
+	{
+		PendingHot *h = &hot_log[i];
+
+		if (h->owner == key.owner && h->hash == key.hash && h->level == key.level)
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * Add n to the entry of (owner, level, hash) in the hot log, or append one.
+ * The entry is told by its key alone: two resource ids with the same 64-bit
+ * hash count as one.  A transaction's first HOT_LOG_LINEAR entries are
+ * searched one by one (most transactions have a few); from one more on,
+ * through the index, built then.
+ */
+static void
+pending_hot_add(PendingEntry *owner, int level, uint64 hash,
+				const char *resource, int len, int64 n)
+{
+	HotKey		key = hot_key(owner, hash, level);
+	int			found = pending_hot_find(key, hot_n);
+	PendingHot *h;
+
+	if (found >= 0)
+	{
+		hot_log[found].n += n;
+		return;
+	}
+	if (hot_log == NULL || hot_n >= hot_max)
+		pending_hot_make_room();
+	if (!hot_indexed && hot_n >= HOT_LOG_LINEAR)
+	{
+		if (hot_index == NULL)
+			hot_index = hotindex_create(TopMemoryContext, HOT_LOG_INITIAL, NULL);
+		for (int i = 0; i < hot_n; i++)
+		{
+			HotIndexEntry *ie;
+			bool		exists;
+
+			ie = hotindex_insert(hot_index,
+								 hot_key(hot_log[i].owner, hot_log[i].hash,
+										 hot_log[i].level), &exists);
+			if (!exists)
+				ie->entry = i;
+		}
+		hot_indexed = true;
+	}
+	if (hot_indexed)
+	{
+		bool		exists;
+
+		hotindex_insert(hot_index, key, &exists)->entry = hot_n;
+	}
+	h = &hot_log[hot_n++];
+	h->owner = owner;
+	h->level = level;
+	h->hash = hash;
+	h->n = n;
+	copy_resource(h->id, resource, len);
+}
+
+/*
  * Hook: offer n events of a resource to the sketch of a stream or consumer.
- * Once per event on the hot paths: a cached owner, a hash, and an append
- * (or an add to the last entry).
+ * Once per event on the hot paths: a cached owner, a hash, and an add to
+ * the last entry or one found by the index (or an append).
  */
 void
 ordering_stats_hot_resource(char kind, const char *name, const char *resource,
@@ -519,24 +621,17 @@ ordering_stats_hot_resource(char kind, const char *name, const char *resource,
 	len = strlen(resource);
 	hash = hash_bytes_extended((const unsigned char *) resource, len, 0);
 
+	/* the same resource as the last event: no lookup */
 	if (hot_n > 0)
 	{
 		h = &hot_log[hot_n - 1];
-		if (h->owner == owner && h->level == level && h->hash == hash &&
-			strncmp(h->id, resource, ORDERING_HOT_ID_LEN - 1) == 0)
+		if (h->owner == owner && h->level == level && h->hash == hash)
 		{
 			h->n += n;
 			return;
 		}
 	}
-	if (hot_n >= hot_max)
-		pending_hot_make_room();
-	h = &hot_log[hot_n++];
-	h->owner = owner;
-	h->level = level;
-	h->hash = hash;
-	h->n = n;
-	copy_resource(h->id, resource, len);
+	pending_hot_add(owner, level, hash, resource, len, n);
 }
 
 /*
@@ -570,13 +665,34 @@ pending_discard(void)
 		pending_dirty[i]->shared = NULL;
 	}
 	pending_ndirty = 0;
-	hot_n = 0;
+
+	/*
+	 * Empty the index: entry by entry when it holds few (a reset clears all
+	 * of its memory, which after one large transaction is large), and drop
+	 * log and index when they grew large.
+	 */
+	if (hot_indexed && hot_max > HOT_LOG_KEEP)
+	{
+		hotindex_destroy(hot_index);
+		hot_index = NULL;
+	}
+	else if (hot_indexed && (uint64) hot_n * 8 < hot_index->size)
+	{
+		for (i = 0; i < hot_n; i++)
+			(void) hotindex_delete(hot_index,
+								   hot_key(hot_log[i].owner, hot_log[i].hash,
+										   hot_log[i].level));
+	}
+	else if (hot_indexed)
+		hotindex_reset(hot_index);
 	if (hot_max > HOT_LOG_KEEP)
 	{
 		pfree(hot_log);
 		hot_log = NULL;
 		hot_max = 0;
 	}
+	hot_indexed = false;
+	hot_n = 0;
 }
 
 /*
@@ -636,8 +752,9 @@ kind_hash(const PendingEntry *e, int *max, Size *entrysize)
 /*
  * Whether publishing needs the LWLock exclusive: some pending entry has no
  * shared entry yet (and its table has room for one), or needs a sketch the
- * pool can still give.  The caller holds the LWLock shared, and adds up the
- * frames of each entry into its total here.
+ * pool can still give.  The caller holds the LWLock shared; this adds up
+ * the frames of each entry into its total and remembers the shared entry it
+ * found (valid while the lock is held).
  */
 static bool
 publish_needs_exclusive(void)
@@ -656,6 +773,7 @@ publish_needs_exclusive(void)
 		void	   *entry;
 
 		memset(&e->total, 0, sizeof(Counters));
+		e->shared = NULL;
 		for (f = e->top; f != NULL; f = f->next)
 			add_counters(&e->total, &f->c);
 		/* all of it was in rolled-back savepoints: nothing to publish */
@@ -669,6 +787,7 @@ publish_needs_exclusive(void)
 		memcpy(key.name, e->key.name, sizeof(key.name));
 		hash = kind_hash(e, &max, &entrysize);
 		entry = hash_search(hash, &key, HASH_FIND, NULL);
+		e->shared = entry;
 		if (entry == NULL)
 			exclusive = hash_get_num_entries(hash) < max;
 		else if (e->hot && ENTRY_SKETCH(entry) == 0)
@@ -711,22 +830,28 @@ pending_publish(void)
 		Size		entrysize;
 		void	   *entry;
 
-		e->shared = NULL;
 		if (!e->hot && memcmp(&e->total, &zero_counters, sizeof(Counters)) == 0)
+		{
+			e->shared = NULL;
 			continue;
+		}
 
-		memset(&key, 0, sizeof(key));
-		key.dbid = MyDatabaseId;
-		memcpy(key.name, e->key.name, sizeof(key.name));
-		hash = kind_hash(e, &max, &entrysize);
 		/*
-		 * In shared mode, what is missing stays missing (its table is full):
-		 * never upgrade here, the entries found so far must stay valid.
+		 * In shared mode, the lock was held since publish_needs_exclusive()
+		 * looked the entry up, and what was missing stays missing (its table
+		 * is full): never upgrade here, the entries found so far must stay
+		 * valid.
 		 */
 		if (mode == LW_EXCLUSIVE)
+		{
+			memset(&key, 0, sizeof(key));
+			key.dbid = MyDatabaseId;
+			memcpy(key.name, e->key.name, sizeof(key.name));
+			hash = kind_hash(e, &max, &entrysize);
 			entry = shared_entry(hash, max, entrysize, &key, &mode);
+		}
 		else
-			entry = hash_search(hash, &key, HASH_FIND, NULL);
+			entry = e->shared;
 		if (entry == NULL)
 		{
 			dropped = true;
@@ -771,7 +896,7 @@ pending_publish(void)
 		PendingHot *h = &hot_log[i];
 		int			s;
 
-		if (h->owner->shared == NULL)
+		if (h->n == 0 || h->owner->shared == NULL)
 			continue;
 		s = ENTRY_SKETCH(h->owner->shared) - 1;
 		if (s < 0)
@@ -854,6 +979,48 @@ stats_xact_callback(XactEvent event, void *arg)
 }
 
 /*
+ * A subtransaction at "level" ends: drop its entries of the hot log (the
+ * tail at that level), or, when it committed, move them to the parent
+ * level, adding each to the parent's entry of the same resource if there
+ * is one (it is then left with n = 0, published as nothing).
+ */
+static void
+pending_hot_subxact_end(int level, bool committed)
+{
+	int			first = hot_n;
+
+	while (first > 0 && hot_log[first - 1].level >= level)
+		first--;
+	for (int i = first; i < hot_n; i++)
+	{
+		PendingHot *h = &hot_log[i];
+		int			parent;
+
+		Assert(h->level == level);
+		if (hot_indexed)
+			(void) hotindex_delete(hot_index, hot_key(h->owner, h->hash, level));
+		if (!committed)
+			continue;
+		h->level = level - 1;
+		parent = pending_hot_find(hot_key(h->owner, h->hash, level - 1), first);
+		if (parent >= 0)
+		{
+			hot_log[parent].n += h->n;
+			h->n = 0;
+		}
+		else if (hot_indexed)
+		{
+			bool		exists;
+
+			hotindex_insert(hot_index, hot_key(h->owner, h->hash, level - 1),
+							&exists)->entry = i;
+		}
+	}
+	if (!committed)
+		hot_n = first;
+}
+
+/*
  * Subtransaction callback: fold a committed subtransaction's frames into its
  * parent's, drop an aborted one's.
  */
@@ -872,12 +1039,8 @@ stats_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	level = GetCurrentTransactionNestLevel();
 
 	/* its hot-log entries are the tail of the log (file header) */
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-		while (hot_n > 0 && hot_log[hot_n - 1].level >= level)
-			hot_n--;
-	else
-		for (i = hot_n - 1; i >= 0 && hot_log[i].level >= level; i--)
-			hot_log[i].level = level - 1;
+	if (hot_n > 0 && hot_log[hot_n - 1].level >= level)
+		pending_hot_subxact_end(level, event == SUBXACT_EVENT_COMMIT_SUB);
 	for (i = 0; i < pending_ndirty; i++)
 	{
 		PendingEntry *e = pending_dirty[i];

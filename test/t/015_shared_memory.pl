@@ -27,7 +27,7 @@ my $settings = $node->safe_psql('postgres',
 $node->stop;
 
 my $ours = $with - $without;
-note sprintf('ordering reserves %d bytes (%.3f MiB), of which %d for the hot-resources sketches, at %s',
+diag sprintf('ordering reserves %d bytes (%.3f MiB), of which %d for the hot-resources sketches, at %s',
 	$ours, $ours / 1048576, $pool, $settings);
 is($settings, '1000 1000 128 32', 'default settings');
 ok($pool > 0, 'the hot-resources pool is reserved');
