@@ -12,6 +12,15 @@
 #
 # variants: plain ordering plpgsql (default all).  --batch makes each
 # statement a 100-row multi-resource INSERT (cost then per row).
+# Consumer variants, the same way with deliveries of the in-order stream
+# of 10,000 resources (event i is seq i / 10000 + 1 of resource i % 10000),
+# through the handler of bench/sql/setup_consumer.sql: deliver_handler
+# (the five-argument form), deliver_raise (the same, written with
+# on_error => 'raise'), deliver_dead_letter (on_error => 'dead_letter') and
+# deliver_positional (the same, 'dead_letter' as a sixth positional
+# argument); N is then the number of deliveries.  deliver_dead_letter minus
+# deliver_raise is the cost of the subtransaction alone: the statements
+# differ only in the word, while the named argument costs parse analysis.
 # CG_KEEP=PREFIX keeps the callgrind files as PREFIX.variant (with the N
 # measured statements) and PREFIX.variant.0 (without).
 # PG_CONFIG=/path/to/pg_config counts on another PostgreSQL (test/lib.sh).
@@ -60,27 +69,54 @@ statements() {
 	fi
 }
 
+# deliveries: $1 on_error (empty: none; positional: 'dead_letter' as the
+# sixth argument), $2 count, $3 first event of the stream
+deliveries() {
+	awk -v e="$1" -v n="$2" -v o="$3" 'BEGIN {
+		q = sprintf("%c", 39)
+		x = (e == "" ? "" : ", on_error => " q e q)
+		if (e == "positional")
+			x = ", " q "dead_letter" q
+		for (i = o; i < o + n; i++)
+			printf "SELECT ordering.deliver(%sbench%s, %sr%d%s, %d, %s{\"k\": 1}%s, %sbench_apply(text, bigint, jsonb)%s%s);\n\n",
+				q, q, q, i % 10000, q, int(i / 10000) + 1, q, q, q, q, x
+	}'
+}
+
 # total instructions of one single-user session: $1 variant, $2 measured count
 run_one() {
-	local v=$1 count=$2 table data=$SANDBOX/data_$1_$2
+	local v=$1 count=$2 table= onerr= data=$SANDBOX/data_$1_$2
 	case "$v" in
 		plain) table=plain_outbox ;;
 		ordering) table=ext_outbox ;;
 		plpgsql) table=plpgsql_outbox ;;
+		deliver_handler) ;;
+		deliver_raise) onerr=raise ;;
+		deliver_dead_letter) onerr=dead_letter ;;
+		deliver_positional) onerr=positional ;;
 		*) echo "unknown variant $v" >&2; exit 2 ;;
 	esac
 	as_postgres initdb -D "$data" -A trust -U postgres >/dev/null
 	echo "shared_preload_libraries = 'ordering'" >>"$data/postgresql.conf"
 	# -j: a command ends at a semicolon followed by an empty line
 	{
-		cat "$SANDBOX/src/bench/sql/setup_producer.sql"
-		echo
-		if [ "$batch" -eq 1 ]; then
-			statements "$table" $((warm / 100)) 0
+		if [ -z "$table" ]; then
+			echo "CREATE EXTENSION ordering;"
+			echo
+			cat "$SANDBOX/src/bench/sql/setup_consumer.sql"
+			echo
+			deliveries "$onerr" "$warm" 0
+			deliveries "$onerr" "$count" "$warm"
 		else
-			statements "$table" "$warm" 0
+			cat "$SANDBOX/src/bench/sql/setup_producer.sql"
+			echo
+			if [ "$batch" -eq 1 ]; then
+				statements "$table" $((warm / 100)) 0
+			else
+				statements "$table" "$warm" 0
+			fi
+			statements "$table" "$count" "$warm"
 		fi
-		statements "$table" "$count" "$warm"
 	} >"$SANDBOX/in_${v}_${count}.sql"
 	chown postgres: "$SANDBOX/in_${v}_${count}.sql" 2>/dev/null || true
 	as_postgres valgrind --tool=callgrind --callgrind-out-file="$SANDBOX/cg.$v.$count" \
@@ -90,13 +126,14 @@ run_one() {
 	sed -n 's/^summary: \([0-9]*\).*/\1/p' "$SANDBOX/cg.$v.$count"
 }
 
-unit="INSERT"
-[ "$batch" -eq 1 ] && unit="row (100-row INSERTs)"
 for v in "${variants[@]}"; do
+	unit="INSERT"
+	[ "$batch" -eq 1 ] && unit="row (100-row INSERTs)"
+	[[ "$v" == deliver_* ]] && unit="delivery (in order)"
 	t0=$(run_one "$v" 0)
 	t1=$(run_one "$v" "$n")
 	rows=$n
-	[ "$batch" -eq 1 ] && rows=$((n * 100))
+	[ "$batch" -eq 1 ] && [[ "$v" != deliver_* ]] && rows=$((n * 100))
 	awk -v v="$v" -v a="$t0" -v b="$t1" -v n="$rows" -v u="$unit" \
 		'BEGIN {printf "%-10s %8.0f instructions per %s\n", v, (b - a) / n, u}'
 	if [ -n "${CG_KEEP:-}" ]; then

@@ -71,6 +71,8 @@ workloads=(
 	"deliver-inorder|2|resources=5000 d=1 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext floor|reset_consumer"
 	"deliver-batch|2|resources=5000 d=4 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext deliver_ext_tx deliver_batch floor floor_batch|reset_consumer"
 	"apply-batch|2|resources=5000 d=4 k=0|apply_guarded|apply_guarded apply_ext apply_ext_tx apply_guarded_batch apply_batch floor floor_batch|reset_consumer"
+	"deliver-handler-inorder|2|resources=5000 d=1 k=0|deliver_handler|deliver_handler deliver_raise deliver_dead_letter deliver_positional|reset_consumer"
+	"deliver-handler-shuffled|2|resources=5000 d=4 k=0|deliver_handler|deliver_handler deliver_raise deliver_dead_letter deliver_positional|reset_consumer"
 )
 
 # PgQ must be installed before sandbox_create copies the PostgreSQL tree.

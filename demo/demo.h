@@ -10,6 +10,8 @@
  *	  transport.c  the in-process queue (reorders) and its consumer loop
  *	  broker.c     RabbitMQ: publish, and the consumer loop over it
  *	  workers.c    producers, relays, consumers, the gap listener
+ *	  dead_letters.c  poison events, the ledger's handler, the operator's
+ *	               fix and retry of the dead letters at the end
  *	  verify.c     settling, and the checks against the producer's truth
  *	  report.c     the sampler (chart data, progress), statistics, report
  *
@@ -68,6 +70,7 @@ typedef struct Options
 	bool		quiet;
 	bool		without_extension;
 	bool		newer_only;		/* --state-consumer newer_only */
+	int			poison;			/* poison SeatsAdded events to inject */
 } Options;
 
 extern Options opt;
@@ -95,6 +98,8 @@ typedef struct Counters
 	long		tail_republished;	/* rows put back by the reconciliation */
 	long		parked_now;		/* last sample */
 	long		parked_peak;
+	long		dead_now;		/* dead letters, last sample */
+	long		poisoned;		/* poison events committed */
 	long		errors;
 } Counters;
 
@@ -142,6 +147,7 @@ typedef struct Stats
 				parked,
 				drained,
 				escalated,
+				dead_lettered,
 				parked_current;
 	int			nbuckets;
 	long		buckets[NBUCKETS_MAX];
@@ -189,6 +195,14 @@ extern void *relay_main(void *arg);
 extern ApplyResult apply(PGconn *c, const Msg *m);
 extern void *consumer_main(void *arg);
 extern void *gap_main(void *arg);
+
+/* dead_letters.c */
+extern void dead_letters_setup(PGconn *cc);
+extern bool poison_pick(int n);
+extern void dead_letters_fix_and_retry(PGconn *cc);
+extern bool dead_letters_verify(PGconn *cc,
+								bool (*check) (PGconn *, const char *, const char *));
+extern void dead_letters_report(void);
 
 /* verify.c */
 extern bool settle(PGconn *pc, PGconn *cc);

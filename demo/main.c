@@ -16,9 +16,13 @@
  *            demo_billing (state consumer: stale events are no-ops); or,
  *            with --state-consumer newer_only, a plain upsert that the
  *            ordering.newer_only trigger on demo_billing makes stale-safe
- *   ledger   SeatsAdded  -> ordering.deliver, whose returned rows are
- *            inserted into demo_ledger in the same statement (step
- *            consumer: early events park until the gap fills)
+ *   ledger   SeatsAdded  -> ordering.deliver with the handler
+ *            demo_apply_seats, which inserts into demo_ledger in the same
+ *            transaction (step consumer: early events park until the gap
+ *            fills); with on_error => 'dead_letter', a poison event the
+ *            handler rejects is set aside with its subscription's later
+ *            events, until the operator fixes the handler at the end
+ *            (dead_letters.c)
  * Every delivery is also applied, in the same transaction and in arrival
  * order, by a naive consumer (demo_naive: last arrival wins, deltas summed
  * as they come) so the run shows what the transport does without the
@@ -120,6 +124,7 @@ setup(PGconn *pc, PGconn *cc)
 			  "subscription_id text NOT NULL, seq bigint NOT NULL, delta bigint NOT NULL)");
 	must_exec(cc, "CREATE INDEX ON demo_ledger (subscription_id, applied_order)");
 	must_exec(cc, "CREATE TABLE demo_naive (subscription_id text PRIMARY KEY, plan text NOT NULL, seats bigint NOT NULL)");
+	dead_letters_setup(cc);
 	if (opt.broker)
 		broker_setup();
 }
@@ -192,9 +197,11 @@ main(int argc, char **argv)
 		printf("\nThe run stopped on an error (see above).\n");
 		return 1;
 	}
+	load_truth(pc, cc);
+	/* the operator looks at the dead letters, fixes the handler, retries */
+	dead_letters_fix_and_retry(cc);
 	b1 = read_stats(cc, "billing");
 	l1 = read_stats(cc, "ledger");
-	load_truth(pc, cc);
 	ok = verify(cc);
 	report(stats_delta(b1, b0), stats_delta(l1, l0), t_produce, t_total);
 	printf("\n%s\n", ok ? "RESULT: all checks passed" : "RESULT: FAILED");

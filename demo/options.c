@@ -42,6 +42,7 @@ Options		opt = {
 	.seed = 0,
 	.samples = NULL,
 	.quiet = false,
+	.poison = 5,
 };
 
 /* --help */
@@ -77,6 +78,9 @@ usage(FILE *f)
 			"                            of the same subscription (default %.2f)\n"
 			"  --rate N                  events per second, all producers together; 0 = as\n"
 			"                            fast as they go (default %d)\n"
+			"  --poison N                SeatsAdded events that are bulk purchases, which the\n"
+			"                            ledger's handler rejects until it is fixed at the end\n"
+			"                            (default %d)\n"
 			"\n"
 			"Transport:\n"
 			"  --broker amqp://[USER:PASS@]HOST:PORT   RabbitMQ instead of the in-process queue\n"
@@ -104,7 +108,8 @@ usage(FILE *f)
 			"                            the extension: the verification must then fail\n"
 			"  --help                    this text\n",
 			opt.subscriptions, opt.events, opt.producers, opt.relays, opt.consumers,
-			opt.batch, opt.plan_share, opt.hot_share, opt.rollback, opt.flip, opt.rate, opt.loss,
+			opt.batch, opt.plan_share, opt.hot_share, opt.rollback, opt.flip, opt.rate,
+			opt.poison, opt.loss,
 			opt.duplicate, opt.window, opt.requeue, opt.prefetch, opt.pause_from,
 			opt.pause_to, opt.timeout);
 }
@@ -182,6 +187,7 @@ parse_options(int argc, char **argv)
 		{"rate", required_argument, NULL, 15},
 		{"without-extension", no_argument, NULL, 16},
 		{"state-consumer", required_argument, NULL, 17},
+		{"poison", required_argument, NULL, 18},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -303,6 +309,9 @@ parse_options(int argc, char **argv)
 					opt.newer_only = false;
 				else
 					bad("--state-consumer must be apply_if_newer or newer_only, not \"%s\"", optarg);
+				break;
+			case 18:
+				opt.poison = int_arg("poison", optarg, 0, 1000);
 				break;
 			case 'h':
 				usage(stdout);

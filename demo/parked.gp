@@ -1,7 +1,8 @@
 # Chart of parked events over a demo run ("healthy parking drains; a
 # stuck gap climbs", as "Handling Out-of-Order Events with Sequence
-# Numbers" puts it).  Input: the --samples file of
-# ordering_demo, columns: seconds parked produced delivered gap_loop_paused.
+# Numbers" puts it), and the events that wait behind a dead letter for the
+# operator.  Input: the --samples file of ordering_demo, columns: seconds
+# parked produced delivered gap_loop_paused behind_dead_letters.
 #   gnuplot -e "datafile='samples.dat'; outfile='parked.svg'" demo/parked.gp
 # (outfile may end in .png instead)
 # outfile ending in .png: PNG (cairo), else SVG
@@ -24,4 +25,6 @@ set style fill transparent solid 0.18 noborder
 plot datafile using 1:($5 > 0 ? ymax : 0) with fillsteps lc rgb "#d62728" \
          title "gap loop paused: gaps are not closing, parked climbs", \
      datafile using 1:2 with lines lw 2 lc rgb "#1f77b4" \
-         title "parked (ledger consumer)"
+         title "parked (ledger consumer)", \
+     datafile using 1:6 with lines lw 2 dt 2 lc rgb "#7f7f7f" \
+         title "of which behind a dead letter, waiting for the operator"

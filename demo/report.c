@@ -20,6 +20,29 @@
 /* ---------------------------------------------------------------------
  * Sampler: parked events every 100 ms (for the chart) and a progress line.
  * --------------------------------------------------------------------- */
+
+/*
+ * Parked events, of which behind a dead letter, and dead letters; all -1
+ * when the query fails.
+ */
+static void
+sample(PGconn *c, long *parked, long *behind, long *dead)
+{
+	PGresult   *r = PQexec(c,
+						   "SELECT count(*), count(*) FILTER (WHERE p.seq > o.blocked_at), "
+						   "       (SELECT count(*) FROM ordering.dead_letter_events "
+						   "         WHERE consumer = 'ledger') "
+						   "FROM ordering.parked p "
+						   "LEFT JOIN ordering.positions o USING (consumer, resource_id) "
+						   "WHERE p.consumer IN ('billing', 'ledger')");
+	bool		ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+
+	*parked = ok ? atol(PQgetvalue(r, 0, 0)) : -1;
+	*behind = ok ? atol(PQgetvalue(r, 0, 1)) : -1;
+	*dead = ok ? atol(PQgetvalue(r, 0, 2)) : -1;
+	PQclear(r);
+}
+
 /* Sampler thread. */
 void *
 sampler_main(void *arg)
@@ -38,14 +61,16 @@ sampler_main(void *arg)
 			fail("cannot write %s: %s", opt.samples, strerror(errno));
 			return NULL;
 		}
-		fprintf(f, "# seconds parked produced delivered gap_loop_paused\n");
+		fprintf(f, "# seconds parked produced delivered gap_loop_paused behind_dead_letters\n");
 	}
 	while (!stop_all)
 	{
 		double		t = now() - t_start;
-		long		parked = query_long(c,
-										"SELECT count(*) FROM ordering.parked "
-										"WHERE consumer IN ('billing', 'ledger')");
+		long		parked,
+					behind,
+					dead;
+
+		sample(c, &parked, &behind, &dead);
 
 		if (parked >= 0)
 		{
@@ -53,15 +78,17 @@ sampler_main(void *arg)
 			if (parked > GET(parked_peak))
 				__atomic_store_n(&cnt.parked_peak, parked, __ATOMIC_RELAXED);
 		}
+		if (dead >= 0)
+			__atomic_store_n(&cnt.dead_now, dead, __ATOMIC_RELAXED);
 		if (f)
-			fprintf(f, "%.2f %ld %ld %ld %d\n", t, parked, GET(produced),
-					GET(delivered), gap_paused ? 1 : 0);
+			fprintf(f, "%.2f %ld %ld %ld %d %ld\n", t, parked, GET(produced),
+					GET(delivered), gap_paused ? 1 : 0, behind);
 		if (!opt.quiet && t - last_progress >= (tty ? 0.25 : 2.0))
 		{
 			fprintf(stderr, "%s[%5.1fs] produced %ld/%d  delivered %ld  lost %ld  dup %ld  "
-					"parked %ld  gaps %ld  republished %ld%s%s",
+					"parked %ld  dead %ld  gaps %ld  republished %ld%s%s",
 					tty ? "\r" : "", t, GET(produced), opt.events, GET(delivered),
-					GET(lost), GET(duplicated), parked, GET(gap_notifies),
+					GET(lost), GET(duplicated), parked, dead, GET(gap_notifies),
 					GET(republished), gap_paused ? "  (gap loop paused)" : "",
 					tty ? "\033[K" : "\n");
 			last_progress = t;
@@ -120,7 +147,7 @@ read_stats(PGconn *c, const char *consumer)
 	r = PQexecParams(c,
 					 "SELECT events_consumed, events_applied, events_stale, events_duplicate, "
 					 "events_parked, events_drained, gaps_escalated, parked_current, "
-					 "reorder_distance_buckets, reorder_distance_bounds "
+					 "reorder_distance_buckets, reorder_distance_bounds, events_dead_lettered "
 					 "FROM ordering.stats WHERE consumer = $1", 1, NULL, p, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 	{
@@ -137,6 +164,7 @@ read_stats(PGconn *c, const char *consumer)
 			*f[i] = atol(PQgetvalue(r, 0, i));
 		s.nbuckets = parse_array(PQgetvalue(r, 0, 8), s.buckets, NBUCKETS_MAX);
 		parse_array(PQgetvalue(r, 0, 9), s.bounds, NBUCKETS_MAX);
+		s.dead_lettered = atol(PQgetvalue(r, 0, 10));
 	}
 	PQclear(r);
 	return s;
@@ -155,6 +183,7 @@ stats_delta(Stats a, Stats b)
 	d.parked -= b.parked;
 	d.drained -= b.drained;
 	d.escalated -= b.escalated;
+	d.dead_lettered -= b.dead_lettered;
 	if (b.nbuckets == a.nbuckets)
 		for (int i = 0; i < a.nbuckets; i++)
 			d.buckets[i] -= b.buckets[i];
@@ -217,6 +246,7 @@ report(Stats billing, Stats ledger, double t_produce, double t_total)
 			   pause_started, pause_ended > pause_started ? pause_ended : t_total);
 	printf("  parked peak %ld (sampled every 100 ms), parked at the end %ld\n",
 		   GET(parked_peak), GET(parked_now));
+	dead_letters_report();
 
 	if (!billing.ok || !ledger.ok)
 	{
@@ -224,9 +254,9 @@ report(Stats billing, Stats ledger, double t_produce, double t_total)
 		return;
 	}
 	printf("\nordering.stats over the run\n");
-	printf("  %-8s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "consumer", "consumed",
+	printf("  %-8s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "consumer", "consumed",
 		   "applied", "stale", "duplicate", "parked", "drained", "escalated",
-		   "parked_now", "stale %", "dup %");
+		   "parked_now", "dead", "stale %", "dup %");
 	{
 		Stats	   *ss[2] = {&billing, &ledger};
 		const char *names[2] = {"billing", "ledger"};
@@ -236,10 +266,10 @@ report(Stats billing, Stats ledger, double t_produce, double t_total)
 			Stats	   *s = ss[i];
 			double		c = s->consumed > 0 ? s->consumed : 1;
 
-			printf("  %-8s %9ld %9ld %9ld %9ld %9ld %9ld %9ld %10ld %8.2f%% %8.2f%%\n",
+			printf("  %-8s %9ld %9ld %9ld %9ld %9ld %9ld %9ld %10ld %9ld %8.2f%% %8.2f%%\n",
 				   names[i], s->consumed, s->applied, s->stale, s->duplicate,
 				   s->parked, s->drained, s->escalated, s->parked_current,
-				   100.0 * s->stale / c, 100.0 * s->duplicate / c);
+				   s->dead_lettered, 100.0 * s->stale / c, 100.0 * s->duplicate / c);
 		}
 	}
 	printf("\n  reorder distance of early arrivals (ledger: seq - position)\n");

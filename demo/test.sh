@@ -5,7 +5,8 @@
 # and over a private RabbitMQ (billing with the newer_only trigger; demo/run.sh starts and
 # stops its own server and broker); fails if a verification fails.  A third
 # run uses consumers without the extension and must fail the same checks,
-# so they are shown not to be vacuous.
+# so they are shown not to be vacuous; the runs with it must have set poison
+# events aside as dead letters.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,10 +27,17 @@ if bash "$here/demo/run.sh" "${small[@]}" --without-extension --loss 0.05 \
 	echo "the demo passed its checks without the extension" >&2
 	rc=1
 elif ! grep -q "RESULT: FAILED" "$out/without.log" ||
-	! grep -q "FAIL  every seat delta applied exactly once" "$out/without.log"; then
+	! grep -q "FAIL  every seat delta applied exactly once" "$out/without.log" ||
+	! grep -q "FAIL  poison events set aside" "$out/without.log"; then
 	echo "the demo without the extension did not fail its checks" >&2
 	rc=1
 fi
+for log in inprocess broker; do
+	if ! grep -Eq "^  injected [1-9][0-9]*; [1-9][0-9]* dead letters" "$out/$log.log"; then
+		echo "the $log run set no poison event aside" >&2
+		rc=1
+	fi
+done
 grep -E "PASS|FAIL|RESULT" "$out/without.log" || true
 if [ "$rc" -ne 0 ]; then
 	echo "demo suite FAILED; logs in $out" >&2

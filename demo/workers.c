@@ -90,6 +90,7 @@ producer_main(void *arg)
 					val[32];
 		const char *params[2] = {sub, val};
 		bool		plan;
+		bool		poison = false;
 		int			s;
 
 		if (n >= opt.events)
@@ -121,6 +122,9 @@ producer_main(void *arg)
 		snprintf(sub, sizeof(sub), "sub-%d%s", s + 1, suffix);
 		if (plan)
 			snprintf(val, sizeof(val), "%s", plans[rnd(&rs) % NPLANS]);
+		else if ((poison = poison_pick(n)))
+			/* a bulk purchase: the ledger's handler rejects it (dead_letters.c) */
+			snprintf(val, sizeof(val), "%d", (int) (rnd(&rs) % 31) + 20);
 		else
 			snprintf(val, sizeof(val), "%d", (int) (rnd(&rs) % 5) + 1);
 
@@ -136,6 +140,8 @@ producer_main(void *arg)
 		if (!produce(c, plan, params))
 			break;
 		ADD(produced, 1);
+		if (poison)
+			ADD(poisoned, 1);
 	}
 	PQfinish(c);
 	return NULL;
@@ -264,23 +270,22 @@ static const char *SQL_APPLY_PLAN =
 "SELECT CASE WHEN a.ok THEN 1 ELSE 0 END FROM a";
 
 /*
- * SeatsAdded: the ledger consumer applies what deliver() returns, in the
- * order it returns it (WITH ORDINALITY), in this same transaction; the
- * naive consumer adds the delta as it arrives.
+ * SeatsAdded: deliver() calls the ledger consumer's handler
+ * demo_apply_seats on each event ready to apply, in order, in this same
+ * transaction; with on_error => 'dead_letter' an event the handler rejects
+ * becomes the dead letter of its subscription and the call returns
+ * normally (dead_letters.c).  The naive consumer adds the delta as it
+ * arrives.
  */
 static const char *SQL_APPLY_SEATS =
 "WITH p AS (SELECT $3::jsonb AS j), "
-"d AS (SELECT r.seq, r.payload, r.ord "
-"      FROM ordering.deliver('ledger', $1, $2::bigint, $3::jsonb) "
-"           WITH ORDINALITY AS r(seq, payload, ord)), "
-"l AS (INSERT INTO demo_ledger (subscription_id, seq, delta) "
-"      SELECT d.payload->>'subscription_id', d.seq, (d.payload->>'delta')::bigint "
-"      FROM d ORDER BY d.ord RETURNING 1), "
+"d AS (SELECT ordering.deliver('ledger', $1, $2::bigint, $3::jsonb, "
+"             'demo_apply_seats(text, bigint, jsonb)', on_error => 'dead_letter') AS ran), "
 "n AS (INSERT INTO demo_naive (subscription_id, plan, seats) "
 "      SELECT p.j->>'subscription_id', 'free', (p.j->>'delta')::bigint FROM p "
 "      ON CONFLICT (subscription_id) DO UPDATE "
 "      SET seats = demo_naive.seats + EXCLUDED.seats RETURNING 1) "
-"SELECT count(*) FROM d";
+"SELECT ran FROM d";
 
 /*
  * PlanChanged with --state-consumer newer_only: a plain upsert; the

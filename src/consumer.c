@@ -285,8 +285,9 @@ decide_deliver(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 
 /*
  * OwnedDecide of skip_gap(): past the events missing before the lowest
- * parked one (before the dead letter, on a blocked key), then the run that
- * drains.
+ * parked one, then the run that drains, which stops before a dead letter
+ * (it is not parked).  On a blocked key whose parked events are all behind
+ * the dead letter: past the events missing before the dead letter.
  */
 static OwnedVerdict
 decide_skip(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
@@ -299,7 +300,7 @@ decide_skip(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 	kd->had_parked = parked_lowest(kd->parked, kd->key, kd->snapshot, &lowest);
 	if (!kd->had_parked)
 		return OWNED_KEEP;
-	if (kd->blocked_at != 0)
+	if (kd->blocked_at != 0 && kd->blocked_at < lowest)
 	{
 		/* the dead letter stays: skip only what is missing before it */
 		if (kd->blocked_at - 1 <= kd->position)
@@ -636,8 +637,9 @@ ordering_position(PG_FUNCTION_ARGS)
  *
  * Gives up on the events missing before the lowest parked one: the position
  * moves to just before it, and the run that then drains is returned (and
- * its rows removed).  On a blocked key only the events missing before the
- * dead letter are given up.  Nothing parked: nothing changes.
+ * its rows removed).  On a blocked key only events missing below the dead
+ * letter are given up, and the dead letter stays.  Nothing parked: nothing
+ * changes.
  */
 Datum
 ordering_skip_gap(PG_FUNCTION_ARGS)

@@ -66,6 +66,15 @@ BEGIN
     UPDATE plpgsql_positions x SET last_applied = last WHERE x.resource_id = r;
 END $$;
 
+-- Step consumers through a handler (deliver_handler.sql,
+-- deliver_dead_letter.sql): the least a handler does, one INSERT of the
+-- event into a table of its own.
+CREATE TABLE handler_ledger (resource_id text NOT NULL, seq bigint NOT NULL, payload jsonb);
+CREATE FUNCTION bench_apply(r text, s bigint, p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO handler_ledger VALUES (r, s, p);
+END $$;
+
 -- The floor variant (floor.sql): the position of the event's resource,
 -- written without any check.
 CREATE TABLE floor_positions (resource_id text PRIMARY KEY, position bigint NOT NULL);

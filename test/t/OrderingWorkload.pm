@@ -13,6 +13,16 @@
 # ledger) and to ordering.apply_if_newer() for the state consumer "state"
 # (upserting table state).  A crash anywhere loses no inbox row that was not
 # applied, and applies nothing twice.
+#
+# With poison => p, each event carries {"poison": true} with probability p,
+# a payload the ledger's consumer rejects until handler_fixed says true (the
+# operator's fix).  The step consumer then sets such an event aside as a
+# dead letter, in one of two ways chosen by the parity of the inbox row:
+# through ordering.deliver(..., 'apply_step(text, bigint, jsonb)', on_error
+# => 'dead_letter'), whose handler rejects it; or as a table-form consumer
+# that finds it among the rows deliver() returned, undoes that delivery
+# (a savepoint), gives up on it with ordering.dead_letter() and delivers
+# again, which then applies the events before it.
 package OrderingWorkload;
 
 use strict;
@@ -28,7 +38,8 @@ sub setup
 	$node->safe_psql('postgres', 'CREATE DATABASE producerdb');
 	$node->safe_psql('postgres', 'CREATE DATABASE consumerdb');
 	$node->safe_psql('producerdb', 'CREATE EXTENSION ordering');
-	$node->safe_psql('consumerdb', q{
+	my $poison = $opt{poison} // 0;
+	(my $consumer_sql = q{
 		CREATE EXTENSION ordering;
 		CREATE TABLE inbox (id bigserial PRIMARY KEY,
 		                    pick float8 NOT NULL DEFAULT random(),
@@ -39,6 +50,45 @@ sub setup
 		                     seq bigint NOT NULL, payload jsonb NOT NULL);
 		CREATE TABLE state (resource_id text PRIMARY KEY, seq bigint NOT NULL,
 		                    payload jsonb NOT NULL);
+		CREATE TABLE handler_fixed (fixed boolean NOT NULL);
+		INSERT INTO handler_fixed VALUES (false);
+		-- the ledger's handler: rejects poison until it is fixed
+		CREATE FUNCTION apply_step(r text, s bigint, p jsonb) RETURNS void
+		LANGUAGE plpgsql AS $$
+		BEGIN
+		    INSERT INTO ledger (resource_id, seq, payload) VALUES (r, s, p);
+		    IF p ? 'poison' AND NOT (SELECT fixed FROM handler_fixed) THEN
+		        RAISE EXCEPTION 'cannot apply event % of %', s, r
+		            USING ERRCODE = 'check_violation';
+		    END IF;
+		END
+		$$;
+		-- the table-form consumer of poison runs (see the file header)
+		CREATE FUNCTION deliver_table(m inbox) RETURNS void LANGUAGE plpgsql AS $$
+		DECLARE
+		    d record;
+		    bad bigint;
+		    bad_payload jsonb;
+		BEGIN
+		    BEGIN
+		        FOR d IN SELECT * FROM ordering.deliver('ledger', m.resource_id, m.seq, m.payload)
+		        LOOP
+		            IF d.payload ? 'poison' AND NOT (SELECT fixed FROM handler_fixed) THEN
+		                bad := d.seq;
+		                bad_payload := d.payload;
+		                RAISE EXCEPTION 'cannot apply event % of %', d.seq, m.resource_id
+		                    USING ERRCODE = 'check_violation';
+		            END IF;
+		            INSERT INTO ledger (resource_id, seq, payload) VALUES (m.resource_id, d.seq, d.payload);
+		        END LOOP;
+		    EXCEPTION WHEN check_violation THEN
+		        PERFORM ordering.dead_letter('ledger', m.resource_id, bad, bad_payload, SQLERRM);
+		        INSERT INTO ledger (resource_id, seq, payload)
+		        SELECT m.resource_id, x.seq, x.payload
+		          FROM ordering.deliver('ledger', m.resource_id, m.seq, m.payload) x;
+		    END;
+		END
+		$$;
 		CREATE FUNCTION consume_one() RETURNS integer LANGUAGE plpgsql AS $$
 		DECLARE
 		    m inbox;
@@ -50,9 +100,16 @@ sub setup
 		    IF NOT FOUND THEN
 		        RETURN 0;
 		    END IF;
-		    INSERT INTO ledger (resource_id, seq, payload)
-		    SELECT m.resource_id, d.seq, d.payload
-		      FROM ordering.deliver('ledger', m.resource_id, m.seq, m.payload) d;
+		    IF NOT POISON THEN
+		        INSERT INTO ledger (resource_id, seq, payload)
+		        SELECT m.resource_id, d.seq, d.payload
+		          FROM ordering.deliver('ledger', m.resource_id, m.seq, m.payload) d;
+		    ELSIF m.id % 2 = 0 THEN
+		        PERFORM deliver_table(m);
+		    ELSE
+		        PERFORM ordering.deliver('ledger', m.resource_id, m.seq, m.payload,
+		                                 'apply_step(text, bigint, jsonb)', on_error => 'dead_letter');
+		    END IF;
 		    IF ordering.apply_if_newer('state', m.resource_id, m.seq) THEN
 		        INSERT INTO state VALUES (m.resource_id, m.seq, m.payload)
 		        ON CONFLICT (resource_id)
@@ -61,17 +118,26 @@ sub setup
 		    RETURN 1;
 		END
 		$$;
-	});
+	}) =~ s/NOT POISON/$poison > 0 ? 'false' : 'true'/e;
+	$node->safe_psql('consumerdb', $consumer_sql);
 	my $dir = PostgreSQL::Test::Utils::tempdir;
 	my $nres = $opt{resources} // 20;
+	# poison: an event is poison when its draw (1..1000000) is at most this
+	my $bound = int($poison * 1000000);
+	my ($draw, $mark) = ('', '');
+	($draw, $mark) = ("\\set p1 random(1, 1000000)\n\\set p2 random(1, 1000000)\n",
+		" || CASE WHEN :p%s <= $bound THEN '{\"poison\": true}' ELSE '{}' END::jsonb")
+	  if $poison > 0;
 	PostgreSQL::Test::Utils::append_to_file("$dir/produce.sql", qq{
 \\set a random(1, $nres)
 \\set b random(1, $nres)
 \\set lo least(:a, :b)
 \\set hi greatest(:a, :b)
-BEGIN;
-SELECT ordering.emit('r' || :lo, 'e', jsonb_build_object('c', :client_id, 't', random()));
-SELECT ordering.emit('r' || :hi, 'e', jsonb_build_object('c', :client_id, 't', random()));
+${draw}BEGIN;
+SELECT ordering.emit('r' || :lo, 'e', jsonb_build_object('c', :client_id, 't', random())}
+	  . sprintf($mark, 1) . qq{);
+SELECT ordering.emit('r' || :hi, 'e', jsonb_build_object('c', :client_id, 't', random())}
+	  . sprintf($mark, 2) . qq{);
 COMMIT;
 });
 	PostgreSQL::Test::Utils::append_to_file("$dir/consume.sql", q{
@@ -265,9 +331,9 @@ our $consumer_violations_sql = q{
 	 WHERE s.seq IS DISTINCT FROM o.position
 	UNION ALL
 	-- both consumers saw the same events in the same transactions: the
-	-- state is at the highest seq the step consumer applied or parked
-	-- (resources a test delivers to the step consumer only, named
-	-- victim..., are not the workload's)
+	-- state is at the highest seq the step consumer applied, parked or
+	-- set aside as a dead letter (resources a test delivers to the step
+	-- consumer only, named victim..., are not the workload's)
 	SELECT 'state-vs-ledger:' || COALESCE(s.resource_id, pos.resource_id)
 	  FROM state s
 	  FULL JOIN pos USING (resource_id)
@@ -275,7 +341,19 @@ our $consumer_violations_sql = q{
 	   AND s.seq IS DISTINCT FROM GREATEST(pos.position,
 	           (SELECT max(p.seq) FROM ordering.parked p
 	             WHERE p.consumer = 'ledger'
-	               AND p.resource_id = COALESCE(s.resource_id, pos.resource_id)))
+	               AND p.resource_id = COALESCE(s.resource_id, pos.resource_id)),
+	           (SELECT d.seq FROM ordering.dead_letter_events d
+	             WHERE d.consumer = 'ledger'
+	               AND d.resource_id = COALESCE(s.resource_id, pos.resource_id)))
+	UNION ALL
+	-- a dead letter is a poison event and the next one of its resource,
+	-- which is blocked at it; a blocked resource has its dead letter
+	SELECT 'dead:' || COALESCE(d.resource_id, o.resource_id)
+	  FROM ordering.dead_letter_events d
+	  FULL JOIN (SELECT * FROM ordering.positions WHERE blocked_at IS NOT NULL) o
+	    USING (consumer, resource_id)
+	 WHERE d.consumer IS DISTINCT FROM 'ledger' OR NOT d.payload ? 'poison'
+	    OR d.seq IS DISTINCT FROM o.blocked_at OR d.seq IS DISTINCT FROM o.position + 1
 	) v
 };
 
@@ -369,15 +447,28 @@ sub check_complete
 	is($node->safe_psql($w->{cdb}, q{
 		SELECT (SELECT count(*) FROM ordering.parked) || '/' ||
 		       (SELECT count(*) FROM ordering.gap_requests) || '/' ||
-		       (SELECT count(*) FROM inbox)}),
-		'0/0/0', "$what: nothing parked, requested or waiting in the inbox");
+		       (SELECT count(*) FROM inbox) || '/' ||
+		       (SELECT count(*) FROM ordering.dead_letter_events)}),
+		'0/0/0/0', "$what: nothing parked, requested, waiting in the inbox or dead");
 	return $node->safe_psql($w->{cdb}, 'SELECT count(*) FROM ledger');
 }
 
+# The events of each resource the step consumer holds: applied (its
+# position), parked, or set aside as its dead letter, as "resource|count"
+# lines.  A resource holds all its n events when the count is n.
+our $held_sql = q{
+	SELECT o.resource_id, o.position
+	       + (SELECT count(*) FROM ordering.parked p
+	           WHERE p.consumer = o.consumer AND p.resource_id = o.resource_id)
+	       + (SELECT count(*) FROM ordering.dead_letter_events d
+	           WHERE d.consumer = o.consumer AND d.resource_id = o.resource_id)
+	  FROM ordering.positions o WHERE o.consumer = 'ledger'};
+
 # Heal every loss: relay what is unpublished, drain the inbox, then for
-# each resource whose step consumer is behind the producer, republish the
-# range after its position (what a gap listener and a tail check would do).
-# Returns the number of ranges republished.
+# each resource whose step consumer does not hold all its events (applied,
+# parked or dead), republish the range after its position (what a gap
+# listener and a tail check would do; behind a dead letter, what is missing
+# then parks behind it).  Returns the number of ranges republished.
 sub heal
 {
 	my ($w) = @_;
@@ -389,6 +480,7 @@ sub heal
 		drain_inbox($w);
 		my %pos = map { split /\|/ } split /\n/, $node->safe_psql($w->{cdb},
 			q{SELECT resource_id, position FROM ordering.positions WHERE consumer = 'ledger'});
+		my %held = map { split /\|/ } split /\n/, $node->safe_psql($w->{cdb}, $held_sql);
 		my @behind;
 		foreach my $line (split /\n/, $node->safe_psql('producerdb',
 			'SELECT resource_id, max(seq) FROM ordering.outbox GROUP BY 1'))
@@ -396,7 +488,7 @@ sub heal
 			my ($r, $n) = split /\|/, $line;
 			my $p = $pos{$r} // 0;
 			push @behind, "SELECT ordering.republish(" . lit($r) . ", " . ($p + 1) . ", $n);"
-			  if $p < $n;
+			  if ($held{$r} // 0) < $n;
 		}
 		last unless @behind;
 		$ranges += @behind;
