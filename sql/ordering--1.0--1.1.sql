@@ -418,7 +418,11 @@ COMMENT ON FUNCTION ordering.discard_dead_letter(text, text) IS
     'Operator action: gives up on the dead event of a resource; the position moves past it and the events that then drain are returned';
 REVOKE EXECUTE ON FUNCTION ordering.discard_dead_letter(text, text) FROM PUBLIC;
 
--- A blocked resource is not a gap: no republish is asked for it.
+-- dead_letter() may block a resource above position + 1, and the events
+-- between may go missing like any others: a gap below the dead letter (the
+-- lowest parked event is below it) is a gap the sweeper asks for, as
+-- ordering.stats' oldest_gap_age already counts it.  Events parked behind
+-- the dead letter wait for it and are no gap.
 CREATE OR REPLACE VIEW ordering.open_gaps AS
 SELECT d.consumer,
        d.resource_id,
@@ -442,7 +446,8 @@ SELECT d.consumer,
    AND pos.resource_id OPERATOR(pg_catalog.=) d.resource_id
  WHERE agg.lowest OPERATOR(pg_catalog.>)
        (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
-   AND pos.blocked_at IS NULL;
+   AND (pos.blocked_at IS NULL
+        OR agg.lowest OPERATOR(pg_catalog.<) pos.blocked_at);
 
 -------------------------------------------------------------------------------
 -- Observability
@@ -1588,39 +1593,3 @@ BEGIN
     END LOOP;
 END
 $$;
-
--------------------------------------------------------------------------------
--- Dead letters: events below a dead letter (issue 15)
--------------------------------------------------------------------------------
-
--- dead_letter() may block a resource above position + 1, and the events
--- between may go missing like any others: a gap below the dead letter (the
--- lowest parked event is below it) is a gap the sweeper asks for, as
--- ordering.stats' oldest_gap_age already counts it.  Events parked behind
--- the dead letter wait for it and are no gap.  (CREATE OR REPLACE keeps the
--- grants and the comment of the view.)
-CREATE OR REPLACE VIEW ordering.open_gaps AS
-SELECT d.consumer,
-       d.resource_id,
-       COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1 AS missing_from,
-       agg.lowest OPERATOR(pg_catalog.-) 1 AS missing_to,
-       agg.parked_count,
-       agg.first_parked_at
-  FROM (SELECT DISTINCT p.consumer, p.resource_id
-          FROM ordering.parked p
-         WHERE p.parked_at OPERATOR(pg_catalog.<)
-               (pg_catalog.now() OPERATOR(pg_catalog.-) ordering.gap_deadline())) d
- CROSS JOIN LATERAL (
-       SELECT pg_catalog.min(p.seq) AS lowest,
-              pg_catalog.count(*) AS parked_count,
-              pg_catalog.min(p.parked_at) AS first_parked_at
-         FROM ordering.parked p
-        WHERE p.consumer OPERATOR(pg_catalog.=) d.consumer
-          AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id) agg
-  LEFT JOIN ordering.positions pos
-    ON pos.consumer OPERATOR(pg_catalog.=) d.consumer
-   AND pos.resource_id OPERATOR(pg_catalog.=) d.resource_id
- WHERE agg.lowest OPERATOR(pg_catalog.>)
-       (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
-   AND (pos.blocked_at IS NULL
-        OR agg.lowest OPERATOR(pg_catalog.<) pos.blocked_at);
