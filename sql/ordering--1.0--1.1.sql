@@ -1617,3 +1617,17 @@ COMMENT ON FUNCTION ordering.apply_batch(text, text[], bigint[]) IS
     'State consumers, a batch per call: for each event (ord, its position in the arrays, in input order) what apply_if_newer() would return for it, as if the events had been applied one after another in that order';
 REVOKE EXECUTE ON FUNCTION ordering.apply_batch(text, text[], bigint[]) FROM PUBLIC;
 
+-- The relay wake-up (src/wakeup.c): with it on, every transaction that
+-- stores rows in the table sends NOTIFY ordering_outbox, '<stream>' at
+-- commit.  Kept with the attachment; detaching and attaching again keeps it.
+ALTER TABLE ordering.attachments
+    ADD COLUMN wake_relays boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN ordering.attachments.wake_relays IS
+    'Whether each transaction that stores rows in the table sends NOTIFY ordering_outbox with the stream as payload at commit (ordering.wake_relays())';
+
+CREATE FUNCTION ordering.wake_relays(tbl regclass, enabled boolean DEFAULT true)
+    RETURNS void
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_wake_relays';
+COMMENT ON FUNCTION ordering.wake_relays(regclass, boolean) IS
+    'Turns the relay wake-up of an attached table on or off: with it on, each transaction that stores rows in the table sends NOTIFY ordering_outbox with the table''s stream as payload when it commits';
+REVOKE EXECUTE ON FUNCTION ordering.wake_relays(regclass, boolean) FROM PUBLIC;
