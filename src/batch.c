@@ -108,6 +108,20 @@ batch_error_context(void *arg)
 }
 
 /*
+ * A memory context for what deciding one event leaves behind, reset after
+ * each (the rows a call returns live in its parent).  The default sizes,
+ * spelled as Size.
+ */
+static MemoryContext
+batch_event_context(MemoryContext parent)
+{
+	return AllocSetContextCreate(parent, "ordering batch event",
+								 ALLOCSET_DEFAULT_MINSIZE,
+								 (Size) ALLOCSET_DEFAULT_INITSIZE,
+								 (Size) ALLOCSET_DEFAULT_MAXSIZE);
+}
+
+/*
  * Push the error context of a batch.
  */
 static void
@@ -287,8 +301,7 @@ batch_deliver(Batch *batch, HandlerCache *hc, bool dead_lettering,
 	int64		total = 0;
 
 	/* what one event leaves behind goes with it; rows returned stay */
-	event_cxt = AllocSetContextCreate(call_cxt, "ordering batch event",
-									  ALLOCSET_DEFAULT_SIZES);
+	event_cxt = batch_event_context(call_cxt);
 	ready.events = NULL;
 	ready.n = 0;
 	ready.size = 0;
@@ -419,8 +432,7 @@ ordering_apply_batch(PG_FUNCTION_ARGS)
 	owned_prevent_write("ordering.apply_batch()");
 	consumer_materialize(fcinfo);
 	applied = palloc(sizeof(bool) * Max(batch.n, 1));
-	event_cxt = AllocSetContextCreate(call_cxt, "ordering batch event",
-									  ALLOCSET_DEFAULT_SIZES);
+	event_cxt = batch_event_context(call_cxt);
 
 	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
 	batch_push_context(&batch, &callback);
