@@ -8,10 +8,21 @@
 # the difference of two runs' totals / N is the cost of one INSERT statement
 # (one transaction each), the warm-up excluded.
 #
-#   bash bench/callgrind.sh [--warm W] [--inserts N] [--batch] [variant ...]
+#   bash bench/callgrind.sh [--warm W] [--inserts N] [--batch] [--consumer] [variant ...]
 #
-# variants: plain ordering plpgsql (default all).  --batch makes each
+# variants: plain ordering plpgsql (default all), ordering_wakeup (the
+# attached table with the relay wake-up on).  --batch makes each
 # statement a 100-row multi-resource INSERT (cost then per row).
+# --consumer measures consumers instead (default all of): deliver,
+# deliver_batch, deliver_plpgsql, apply, apply_batch, apply_guarded: the
+# statements of bench/sql/deliver_ext.sql, deliver_plpgsql.sql,
+# apply_ext.sql, apply_guarded.sql and bench/batch.sh's deliver_batch and
+# apply_batch, over the stream of bench/sql/setup_consumer.sql (5,000
+# resources shuffled within blocks of 4 events each, 5% duplicates; a
+# seeded shuffle instead of pgbench's permute; CG_RESOURCES=R for another
+# number of resources); WARM and N count events,
+# the batch variants take them 100 per statement (one transaction each),
+# and the cost is per event.
 # CG_KEEP=PREFIX keeps the callgrind files as PREFIX.variant (with the N
 # measured statements) and PREFIX.variant.0 (without).
 set -euo pipefail
@@ -22,17 +33,23 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 warm=20000
 n=5000
 batch=0
+consumer=0
 variants=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--warm) warm=$2; shift 2 ;;
 		--inserts) n=$2; shift 2 ;;
 		--batch) batch=1; shift ;;
-		-h|--help) sed -n '3,15p' "$0"; exit 0 ;;
+		--consumer) consumer=1; shift ;;
+		-h|--help) sed -n '3,27p' "$0"; exit 0 ;;
 		*) variants+=("$1"); shift ;;
 	esac
 done
-[ ${#variants[@]} -eq 0 ] && variants=(plain ordering plpgsql)
+if [ ${#variants[@]} -eq 0 ]; then
+	variants=(plain ordering plpgsql)
+	[ "$consumer" -eq 1 ] &&
+		variants=(deliver deliver_batch deliver_plpgsql apply apply_batch apply_guarded)
+fi
 
 ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev valgrind
 sandbox_create "$here"
@@ -59,27 +76,95 @@ statements() {
 	fi
 }
 
+# consumer statements: $1 variant, $2 events, $3 events of the stream before
+# them.  Event j of the stream is (resource j % R, seq j / R + 1), R =
+# CG_RESOURCES (default 5000), shuffled within blocks of 4R events (4 per
+# resource) by a seeded shuffle, and 5% of the deliveries repeat the
+# previous one; so the events of run "warm + N" begin with those of run
+# "warm".
+consumer_statements() {
+	awk -v v="$1" -v count="$2" -v skip="$3" -v R="${CG_RESOURCES:-5000}" 'BEGIN {
+		bs = R * 4; srand(42); k = 0; prev = -1; n = 0; m = 0; emitted = 0
+		while (emitted < skip + count) {
+			if (n == 0 || k >= (blk + 1) * bs) {
+				blk = int(k / bs)
+				for (i = 0; i < bs; i++) perm[i] = i
+				for (i = bs - 1; i > 0; i--) { j = int(rand() * (i + 1)); t = perm[i]; perm[i] = perm[j]; perm[j] = t }
+				n = 1
+			}
+			if (prev >= 0 && rand() < 0.05)
+				e = prev
+			else {
+				e = blk * bs + perm[k - blk * bs]; k++
+			}
+			prev = e
+			if (emitted++ >= skip) {
+				r[m] = "r" (e % R); s[m] = int(e / R) + 1; m++
+			}
+		}
+		q = "\047"
+		if (v == "deliver_batch" || v == "apply_batch") {
+			for (b = 0; b < m; b += 100) {
+				ids = ""; seqs = ""; ps = ""
+				for (i = b; i < b + 100 && i < m; i++) {
+					sep = (i == b ? "" : ", ")
+					ids = ids sep q r[i] q; seqs = seqs sep s[i]; ps = ps sep q "{\"k\": 1}" q
+				}
+				if (v == "deliver_batch")
+					printf "SELECT * FROM ordering.deliver_batch(%sbench%s, ARRAY[%s], ARRAY[%s]::bigint[], ARRAY[%s]::jsonb[]);\n\n", q, q, ids, seqs, ps
+				else
+					printf "INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(ARRAY[%s], ARRAY[%s]::bigint[]) WITH ORDINALITY AS e(r, s, ord) JOIN ordering.apply_batch(%sbench%s, ARRAY[%s], ARRAY[%s]::bigint[]) a ON a.ord = e.ord WHERE a.applied ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", q, q, ids, seqs, q, q, ids, seqs
+			}
+		} else
+			for (i = 0; i < m; i++) {
+				rr = q r[i] q
+				if (v == "deliver")
+					printf "SELECT * FROM ordering.deliver(%sbench%s, %s, %d, %s{\"k\": 1}%s);\n\n", q, q, rr, s[i], q, q
+				else if (v == "deliver_plpgsql")
+					printf "SELECT * FROM plpgsql_deliver(%s, %d, %s{\"k\": 1}%s);\n\n", rr, s[i], q, q
+				else if (v == "apply")
+					printf "INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT %s, %sp%d%s, %d WHERE ordering.apply_if_newer(%sbench%s, %s, %d) ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", rr, q, s[i], q, s[i], q, q, rr, s[i]
+				else
+					printf "INSERT INTO proj_guarded AS v (resource_id, plan, version) VALUES (%s, %sp%d%s, %d) ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version WHERE v.version < EXCLUDED.version;\n\n", rr, q, s[i], q, s[i]
+			}
+	}'
+}
+
 # total instructions of one single-user session: $1 variant, $2 measured count
 run_one() {
-	local v=$1 count=$2 table data=$SANDBOX/data_$1_$2
+	local v=$1 count=$2 table="" data=$SANDBOX/data_$1_$2
 	case "$v" in
 		plain) table=plain_outbox ;;
 		ordering) table=ext_outbox ;;
 		plpgsql) table=plpgsql_outbox ;;
+		ordering_wakeup) table=wake_outbox ;;
+		deliver|deliver_batch|deliver_plpgsql|apply|apply_batch|apply_guarded) ;;
 		*) echo "unknown variant $v" >&2; exit 2 ;;
 	esac
 	as_postgres initdb -D "$data" -A trust -U postgres >/dev/null
 	echo "shared_preload_libraries = 'ordering'" >>"$data/postgresql.conf"
 	# -j: a command ends at a semicolon followed by an empty line
 	{
-		cat "$SANDBOX/src/bench/sql/setup_producer.sql"
+		# the probes of setup_producer.sql are not built here
+		echo "SET check_function_bodies = off;"
 		echo
-		if [ "$batch" -eq 1 ]; then
-			statements "$table" $((warm / 100)) 0
+		if [ -z "$table" ]; then
+			echo "CREATE EXTENSION ordering;"
+			echo
+			cat "$SANDBOX/src/bench/sql/setup_consumer.sql"
+			echo
+			consumer_statements "$v" "$warm" 0
+			consumer_statements "$v" "$count" "$warm"
 		else
-			statements "$table" "$warm" 0
+			cat "$SANDBOX/src/bench/sql/setup_producer.sql"
+			echo
+			if [ "$batch" -eq 1 ]; then
+				statements "$table" $((warm / 100)) 0
+			else
+				statements "$table" "$warm" 0
+			fi
+			statements "$table" "$count" "$warm"
 		fi
-		statements "$table" "$count" "$warm"
 	} >"$SANDBOX/in_${v}_${count}.sql"
 	chown postgres: "$SANDBOX/in_${v}_${count}.sql" 2>/dev/null || true
 	as_postgres valgrind --tool=callgrind --callgrind-out-file="$SANDBOX/cg.$v.$count" \
@@ -91,11 +176,12 @@ run_one() {
 
 unit="INSERT"
 [ "$batch" -eq 1 ] && unit="row (100-row INSERTs)"
+[ "$consumer" -eq 1 ] && unit="event"
 for v in "${variants[@]}"; do
 	t0=$(run_one "$v" 0)
 	t1=$(run_one "$v" "$n")
 	rows=$n
-	[ "$batch" -eq 1 ] && rows=$((n * 100))
+	[ "$batch" -eq 1 ] && [ "$consumer" -eq 0 ] && rows=$((n * 100))
 	awk -v v="$v" -v a="$t0" -v b="$t1" -v n="$rows" -v u="$unit" \
 		'BEGIN {printf "%-10s %8.0f instructions per %s\n", v, (b - a) / n, u}'
 	if [ -n "${CG_KEEP:-}" ]; then
