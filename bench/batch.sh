@@ -17,11 +17,12 @@
 #                        least a durable consumer writes per batch
 #
 # Each script says "-- events per transaction: BATCH" (bench/run.sh then
-# reports events/s and server CPU per event) and, for the functions still to
-# come, "-- requires: FUNCTION" (bench/run.sh skips the variant while the
-# function does not exist).
+# reports events/s and server CPU per event) and, for the set-based
+# functions, "-- requires: FUNCTION" (bench/run.sh skips the variant where
+# the function does not exist: a build before them, or other names).
 #
-# The set-based functions, by name (override in the environment):
+# The set-based functions (docs/batch.md), by name (override in the
+# environment):
 #   DELIVER_BATCH  (consumer text, resource_ids text[], seqs bigint[], payloads jsonb[])
 #                  RETURNS TABLE (ord integer, seq bigint, payload jsonb)
 #   APPLY_BATCH    (consumer text, resource_ids text[], seqs bigint[])

@@ -8,19 +8,30 @@
 # the difference of two runs' totals / N is the cost of one INSERT statement
 # (one transaction each), the warm-up excluded.
 #
-#   bash bench/callgrind.sh [--warm W] [--inserts N] [--batch] [variant ...]
+#   bash bench/callgrind.sh [--warm W] [--inserts N] [--batch] [--consumer] [variant ...]
 #
-# variants: plain ordering plpgsql (default all).  --batch makes each
+# variants: plain ordering plpgsql (default all), ordering_wakeup (the
+# attached table with the relay wake-up on).  --batch makes each
 # statement a 100-row multi-resource INSERT (cost then per row).
-# Consumer variants, the same way with deliveries of the in-order stream
-# of 10,000 resources (event i is seq i / 10000 + 1 of resource i % 10000),
-# through the handler of bench/sql/setup_consumer.sql: deliver_handler
-# (the five-argument form), deliver_raise (the same, written with
-# on_error => 'raise'), deliver_dead_letter (on_error => 'dead_letter') and
-# deliver_positional (the same, 'dead_letter' as a sixth positional
-# argument); N is then the number of deliveries.  deliver_dead_letter minus
-# deliver_raise is the cost of the subtransaction alone: the statements
-# differ only in the word, while the named argument costs parse analysis.
+# --consumer measures consumers instead (default all of): deliver,
+# deliver_batch, deliver_plpgsql, apply, apply_batch, apply_guarded: the
+# statements of bench/sql/deliver_ext.sql, deliver_plpgsql.sql,
+# apply_ext.sql, apply_guarded.sql and bench/batch.sh's deliver_batch and
+# apply_batch, over the stream of bench/sql/setup_consumer.sql (5,000
+# resources shuffled within blocks of 4 events each, 5% duplicates; a
+# seeded shuffle instead of pgbench's permute; CG_RESOURCES=R for another
+# number of resources); WARM and N count events,
+# the batch variants take them 100 per statement (one transaction each),
+# and the cost is per event.  The dead-letter variants (not in the default
+# list) deliver the in-order stream of 10,000 resources (event i is seq
+# i / 10000 + 1 of resource i % 10000) through the handler of
+# bench/sql/setup_consumer.sql: deliver_handler (the five-argument form),
+# deliver_raise (the same, written with on_error => 'raise'),
+# deliver_dead_letter (on_error => 'dead_letter') and deliver_positional
+# (the same, 'dead_letter' as a sixth positional argument).
+# deliver_dead_letter minus deliver_raise is the cost of the subtransaction
+# alone: the statements differ only in the word, while the named argument
+# costs parse analysis.
 # CG_KEEP=PREFIX keeps the callgrind files as PREFIX.variant (with the N
 # measured statements) and PREFIX.variant.0 (without).
 # PG_CONFIG=/path/to/pg_config counts on another PostgreSQL (test/lib.sh).
@@ -32,17 +43,23 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 warm=20000
 n=5000
 batch=0
+consumer=0
 variants=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--warm) warm=$2; shift 2 ;;
 		--inserts) n=$2; shift 2 ;;
 		--batch) batch=1; shift ;;
-		-h|--help) sed -n '3,17p' "$0"; exit 0 ;;
+		--consumer) consumer=1; shift ;;
+		-h|--help) sed -n '3,38p' "$0"; exit 0 ;;
 		*) variants+=("$1"); shift ;;
 	esac
 done
-[ ${#variants[@]} -eq 0 ] && variants=(plain ordering plpgsql)
+if [ ${#variants[@]} -eq 0 ]; then
+	variants=(plain ordering plpgsql)
+	[ "$consumer" -eq 1 ] &&
+		variants=(deliver deliver_batch deliver_plpgsql apply apply_batch apply_guarded)
+fi
 
 ensure_packages $(pg_packages) make gcc libc6-dev valgrind
 sandbox_create "$here"
@@ -69,6 +86,60 @@ statements() {
 	fi
 }
 
+# consumer statements: $1 variant, $2 events, $3 events of the stream before
+# them.  Event j of the stream is (resource j % R, seq j / R + 1), R =
+# CG_RESOURCES (default 5000), shuffled within blocks of 4R events (4 per
+# resource) by a seeded shuffle, and 5% of the deliveries repeat the
+# previous one; so the events of run "warm + N" begin with those of run
+# "warm".
+consumer_statements() {
+	awk -v v="$1" -v count="$2" -v skip="$3" -v R="${CG_RESOURCES:-5000}" 'BEGIN {
+		bs = R * 4; srand(42); k = 0; prev = -1; n = 0; m = 0; emitted = 0
+		while (emitted < skip + count) {
+			if (n == 0 || k >= (blk + 1) * bs) {
+				blk = int(k / bs)
+				for (i = 0; i < bs; i++) perm[i] = i
+				for (i = bs - 1; i > 0; i--) { j = int(rand() * (i + 1)); t = perm[i]; perm[i] = perm[j]; perm[j] = t }
+				n = 1
+			}
+			if (prev >= 0 && rand() < 0.05)
+				e = prev
+			else {
+				e = blk * bs + perm[k - blk * bs]; k++
+			}
+			prev = e
+			if (emitted++ >= skip) {
+				r[m] = "r" (e % R); s[m] = int(e / R) + 1; m++
+			}
+		}
+		q = "\047"
+		if (v == "deliver_batch" || v == "apply_batch") {
+			for (b = 0; b < m; b += 100) {
+				ids = ""; seqs = ""; ps = ""
+				for (i = b; i < b + 100 && i < m; i++) {
+					sep = (i == b ? "" : ", ")
+					ids = ids sep q r[i] q; seqs = seqs sep s[i]; ps = ps sep q "{\"k\": 1}" q
+				}
+				if (v == "deliver_batch")
+					printf "SELECT * FROM ordering.deliver_batch(%sbench%s, ARRAY[%s], ARRAY[%s]::bigint[], ARRAY[%s]::jsonb[]);\n\n", q, q, ids, seqs, ps
+				else
+					printf "INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(ARRAY[%s], ARRAY[%s]::bigint[]) WITH ORDINALITY AS e(r, s, ord) JOIN ordering.apply_batch(%sbench%s, ARRAY[%s], ARRAY[%s]::bigint[]) a ON a.ord = e.ord WHERE a.applied ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", q, q, ids, seqs, q, q, ids, seqs
+			}
+		} else
+			for (i = 0; i < m; i++) {
+				rr = q r[i] q
+				if (v == "deliver")
+					printf "SELECT * FROM ordering.deliver(%sbench%s, %s, %d, %s{\"k\": 1}%s);\n\n", q, q, rr, s[i], q, q
+				else if (v == "deliver_plpgsql")
+					printf "SELECT * FROM plpgsql_deliver(%s, %d, %s{\"k\": 1}%s);\n\n", rr, s[i], q, q
+				else if (v == "apply")
+					printf "INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT %s, %sp%d%s, %d WHERE ordering.apply_if_newer(%sbench%s, %s, %d) ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", rr, q, s[i], q, s[i], q, q, rr, s[i]
+				else
+					printf "INSERT INTO proj_guarded AS v (resource_id, plan, version) VALUES (%s, %sp%d%s, %d) ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version WHERE v.version < EXCLUDED.version;\n\n", rr, q, s[i], q, s[i]
+			}
+	}'
+}
+
 # deliveries: $1 on_error (empty: none; positional: 'dead_letter' as the
 # sixth argument), $2 count, $3 first event of the stream
 deliveries() {
@@ -83,30 +154,43 @@ deliveries() {
 	}'
 }
 
+# the events of variant $1: $2 count, $3 events before them
+consumer_events() {
+	case "$1" in
+		deliver_handler) deliveries "" "$2" "$3" ;;
+		deliver_raise) deliveries raise "$2" "$3" ;;
+		deliver_dead_letter) deliveries dead_letter "$2" "$3" ;;
+		deliver_positional) deliveries positional "$2" "$3" ;;
+		*) consumer_statements "$1" "$2" "$3" ;;
+	esac
+}
+
 # total instructions of one single-user session: $1 variant, $2 measured count
 run_one() {
-	local v=$1 count=$2 table= onerr= data=$SANDBOX/data_$1_$2
+	local v=$1 count=$2 table="" data=$SANDBOX/data_$1_$2
 	case "$v" in
 		plain) table=plain_outbox ;;
 		ordering) table=ext_outbox ;;
 		plpgsql) table=plpgsql_outbox ;;
-		deliver_handler) ;;
-		deliver_raise) onerr=raise ;;
-		deliver_dead_letter) onerr=dead_letter ;;
-		deliver_positional) onerr=positional ;;
+		ordering_wakeup) table=wake_outbox ;;
+		deliver|deliver_batch|deliver_plpgsql|apply|apply_batch|apply_guarded) ;;
+		deliver_handler|deliver_raise|deliver_dead_letter|deliver_positional) ;;
 		*) echo "unknown variant $v" >&2; exit 2 ;;
 	esac
 	as_postgres initdb -D "$data" -A trust -U postgres >/dev/null
 	echo "shared_preload_libraries = 'ordering'" >>"$data/postgresql.conf"
 	# -j: a command ends at a semicolon followed by an empty line
 	{
+		# the probes of setup_producer.sql are not built here
+		echo "SET check_function_bodies = off;"
+		echo
 		if [ -z "$table" ]; then
 			echo "CREATE EXTENSION ordering;"
 			echo
 			cat "$SANDBOX/src/bench/sql/setup_consumer.sql"
 			echo
-			deliveries "$onerr" "$warm" 0
-			deliveries "$onerr" "$count" "$warm"
+			consumer_events "$v" "$warm" 0
+			consumer_events "$v" "$count" "$warm"
 		else
 			cat "$SANDBOX/src/bench/sql/setup_producer.sql"
 			echo
@@ -129,11 +213,13 @@ run_one() {
 for v in "${variants[@]}"; do
 	unit="INSERT"
 	[ "$batch" -eq 1 ] && unit="row (100-row INSERTs)"
-	[[ "$v" == deliver_* ]] && unit="delivery (in order)"
+	[ "$consumer" -eq 1 ] && unit="event"
+	[[ "$v" == deliver_* ]] && [ "$v" != deliver_batch ] && [ "$v" != deliver_plpgsql ] &&
+		unit="delivery (in order)"
 	t0=$(run_one "$v" 0)
 	t1=$(run_one "$v" "$n")
 	rows=$n
-	[ "$batch" -eq 1 ] && [[ "$v" != deliver_* ]] && rows=$((n * 100))
+	[ "$batch" -eq 1 ] && [ "$consumer" -eq 0 ] && [[ "$v" != deliver_* ]] && rows=$((n * 100))
 	awk -v v="$v" -v a="$t0" -v b="$t1" -v n="$rows" -v u="$unit" \
 		'BEGIN {printf "%-10s %8.0f instructions per %s\n", v, (b - a) / n, u}'
 	if [ -n "${CG_KEEP:-}" ]; then

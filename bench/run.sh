@@ -63,9 +63,9 @@ done
 # The consumer workloads give each of the 2 clients 5,000 resources of its
 # own (10,000 in all); d is the shuffle depth (see bench/sql/setup_consumer.sql).
 workloads=(
-	"single-10k|2|resources=10000|plain|plain ordering plpgsql pgq no_counter lock_only ordering_cte ordering_notify|"
-	"hot-1|2|resources=1|plain|plain ordering plpgsql naive pgq no_counter lock_only ordering_cte ordering_notify|"
-	"batch100-10k|1|resources=10000|plain_batch|plain_batch ordering_batch plpgsql_batch pgq_batch|"
+	"single-10k|2|resources=10000|plain|plain ordering plpgsql pgq no_counter lock_only ordering_wakeup|"
+	"hot-1|2|resources=1|plain|plain ordering plpgsql naive pgq no_counter lock_only ordering_wakeup|"
+	"batch100-10k|1|resources=10000|plain_batch|plain_batch ordering_batch plpgsql_batch pgq_batch ordering_batch_wakeup|"
 	"apply-shuffled|2|resources=5000 d=4 k=0|apply_guarded|apply_guarded apply_guarded_select apply_ext apply_ext_function apply_newer_only floor|reset_consumer"
 	"deliver-shuffled|2|resources=5000 d=4 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext floor|reset_consumer"
 	"deliver-inorder|2|resources=5000 d=1 k=0|deliver_plpgsql|deliver_plpgsql deliver_ext floor|reset_consumer"

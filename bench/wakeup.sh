@@ -16,11 +16,10 @@
 # up to 100 rows at a time:
 #
 #   poll                 claims every MS milliseconds (default 100)
-#   notify               the producer's statement also sends
-#                        pg_notify('ordering_outbox', ''), one per
-#                        transaction, as an opt-in wake-up would; the relay
-#                        LISTENs, claims when woken, and every second as a
-#                        fallback
+#   notify               ordering.wake_relays('ordering.outbox') is on:
+#                        every producer transaction sends one NOTIFY
+#                        ordering_outbox at commit; the relay LISTENs,
+#                        claims when woken, and every second as a fallback
 #   notify_replicated    (--standby) notify, claiming with replicated => true
 #
 # Prints, per mode, the events claimed and the latency's median, 90th and
@@ -44,7 +43,7 @@ while [ $# -gt 0 ]; do
 		--poll) poll=$2; shift 2 ;;
 		--standby) standby=1; shift ;;
 		--out) out=$2; shift 2 ;;
-		-h|--help) sed -n '3,28p' "$0"; exit 0 ;;
+		-h|--help) sed -n '3,26p' "$0"; exit 0 ;;
 		*) echo "unknown option: $1 (try --help)" >&2; exit 2 ;;
 	esac
 done
@@ -75,12 +74,8 @@ if [ "$standby" -eq 1 ]; then
 	modes+=(notify_replicated)
 fi
 
-for m in poll notify; do
-	notify=""
-	[ "$m" = notify ] && notify=", pg_notify('ordering_outbox', '')"
-	printf '%s\n' '\set r random(1, 10000)' \
-		"SELECT ordering.emit('r' || :r, 'e', '{\"k\": 1}')$notify;" >"$SANDBOX/produce_$m.sql"
-done
+printf '%s\n' '\set r random(1, 10000)' \
+	"SELECT ordering.emit('r' || :r, 'e', '{\"k\": 1}');" >"$SANDBOX/produce.sql"
 
 mkdir -p "$out"
 {
@@ -92,15 +87,16 @@ mkdir -p "$out"
 for m in "${modes[@]}"; do
 	psql_bench -c "DELETE FROM ordering.outbox" -c "CHECKPOINT" >/dev/null
 	case "$m" in
-		poll) relay_mode=poll; relay_poll=$poll; replicated=false; script=produce_poll ;;
-		notify) relay_mode=notify; relay_poll=1000; replicated=false; script=produce_notify ;;
-		notify_replicated) relay_mode=notify; relay_poll=1000; replicated=true; script=produce_notify ;;
+		poll) relay_mode=poll; relay_poll=$poll; replicated=false; wake=false ;;
+		notify) relay_mode=notify; relay_poll=1000; replicated=false; wake=true ;;
+		notify_replicated) relay_mode=notify; relay_poll=1000; replicated=true; wake=true ;;
 	esac
+	psql_bench -c "SELECT ordering.wake_relays('ordering.outbox', $wake)" >/dev/null
 	as_postgres python3 "$SANDBOX/src/bench/wakeup_relay.py" "host=$sock user=postgres dbname=postgres" \
 		"$relay_mode" "$((seconds + 1))" "$relay_poll" "$replicated" >"$out/latencies_$m.txt" &
 	relay=$!
 	as_postgres pgbench -n -h "$sock" -U postgres -T "$seconds" -R "$rate" -c 1 \
-		-f "$SANDBOX/$script.sql" postgres >/dev/null 2>&1
+		-f "$SANDBOX/produce.sql" postgres >/dev/null 2>&1
 	wait "$relay"
 	sort -g "$out/latencies_$m.txt" | awk -v m="$m" '
 		{a[NR] = $1}

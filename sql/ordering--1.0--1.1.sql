@@ -1461,6 +1461,53 @@ $$;
 DROP FUNCTION ordering.claim_unpublished(integer);
 
 -------------------------------------------------------------------------------
+-- Batch consumers and the relay wake-up
+-------------------------------------------------------------------------------
+
+-- Set-based consumer calls (src/batch.c, docs/batch.md): for each event of
+-- the arrays, what the single call would give, as if the events had been
+-- handed to single calls one after another in input order; ord is the
+-- event's position in the arrays.
+CREATE FUNCTION ordering.deliver_batch(consumer text, resource_ids text[], seqs bigint[],
+                                       payloads jsonb[])
+    RETURNS TABLE (ord integer, seq bigint, payload jsonb)
+    LANGUAGE c VOLATILE ROWS 100 AS 'MODULE_PATHNAME', 'ordering_deliver_batch';
+COMMENT ON FUNCTION ordering.deliver_batch(text, text[], bigint[], jsonb[]) IS
+    'Step consumers, a batch per call: for each event (ord, its position in the arrays, in input order) the rows deliver() would return for it, as if the events had been delivered one after another in that order';
+REVOKE EXECUTE ON FUNCTION ordering.deliver_batch(text, text[], bigint[], jsonb[]) FROM PUBLIC;
+
+CREATE FUNCTION ordering.deliver_batch(consumer text, resource_ids text[], seqs bigint[],
+                                       payloads jsonb[], handler regprocedure,
+                                       on_error text DEFAULT 'raise')
+    RETURNS integer
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_deliver_batch_handler';
+COMMENT ON FUNCTION ordering.deliver_batch(text, text[], bigint[], jsonb[], regprocedure, text) IS
+    'Step consumers, a batch per call: each event as deliver(..., handler, on_error) would take it, resource by resource; returns how many events the handler ran for';
+REVOKE EXECUTE ON FUNCTION ordering.deliver_batch(text, text[], bigint[], jsonb[], regprocedure, text) FROM PUBLIC;
+
+CREATE FUNCTION ordering.apply_batch(consumer text, resource_ids text[], seqs bigint[])
+    RETURNS TABLE (ord integer, applied boolean)
+    LANGUAGE c VOLATILE ROWS 100 AS 'MODULE_PATHNAME', 'ordering_apply_batch';
+COMMENT ON FUNCTION ordering.apply_batch(text, text[], bigint[]) IS
+    'State consumers, a batch per call: for each event (ord, its position in the arrays, in input order) what apply_if_newer() would return for it, as if the events had been applied one after another in that order';
+REVOKE EXECUTE ON FUNCTION ordering.apply_batch(text, text[], bigint[]) FROM PUBLIC;
+
+-- The relay wake-up (src/wakeup.c): with it on, every transaction that
+-- stores rows in the table sends NOTIFY ordering_outbox, '<stream>' at
+-- commit.  Kept with the attachment; detaching and attaching again keeps it.
+ALTER TABLE ordering.attachments
+    ADD COLUMN wake_relays boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN ordering.attachments.wake_relays IS
+    'Whether each transaction that stores rows in the table sends NOTIFY ordering_outbox with the stream as payload at commit (ordering.wake_relays())';
+
+CREATE FUNCTION ordering.wake_relays(tbl regclass, enabled boolean DEFAULT true)
+    RETURNS void
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_wake_relays';
+COMMENT ON FUNCTION ordering.wake_relays(regclass, boolean) IS
+    'Turns the relay wake-up of an attached table on or off: with it on, each transaction that stores rows in the table sends NOTIFY ordering_outbox with the table''s stream as payload when it commits';
+REVOKE EXECUTE ON FUNCTION ordering.wake_relays(regclass, boolean) FROM PUBLIC;
+
+-------------------------------------------------------------------------------
 -- Privileges: the grant_* sets with the 1.1 objects
 -------------------------------------------------------------------------------
 
@@ -1473,6 +1520,7 @@ BEGIN
         'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
         'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
         'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
+        'ordering.wake_relays(regclass, boolean), '
         'ordering.create_sequencing_triggers(regclass, name, name, text), '
         'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
         'ordering.sequence_guard(), ordering.resource_key(anyelement), '
@@ -1506,6 +1554,9 @@ BEGIN
         'ordering.deliver(text, text, bigint, jsonb, regprocedure), '
         'ordering.deliver(text, text, bigint, jsonb, regprocedure, text), '
         'ordering.dead_letter(text, text, bigint, jsonb, text), '
+        'ordering.deliver_batch(text, text[], bigint[], jsonb[]), '
+        'ordering.deliver_batch(text, text[], bigint[], jsonb[], regprocedure, text), '
+        'ordering.apply_batch(text, text[], bigint[]), '
         'ordering.position(text, text), ordering.newer_only(), '
         -- reconciliation, consumer side
         'ordering.consumer_summary(text, integer, text), '
@@ -1517,7 +1568,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ordering.grant_consumer(regrole) IS
-    'Grants what a consumer needs: apply_if_newer, deliver (all forms), dead_letter, position, the newer_only trigger, and read access to its state';
+    'Grants what a consumer needs: apply_if_newer, deliver (all forms), deliver_batch, apply_batch, dead_letter, position, the newer_only trigger, and read access to its state';
 
 CREATE OR REPLACE FUNCTION ordering.grant_operator(role regrole) RETURNS void
     LANGUAGE plpgsql
@@ -1565,6 +1616,7 @@ BEGIN
             PERFORM ordering.grant_privileges(r.grantee,
                 'EXECUTE ON FUNCTION ordering.create_sequencing_triggers(regclass, name, name, text), '
                 'ordering.sequence_stored_trigger(), ordering.sequence_guard(), '
+                'ordering.wake_relays(regclass, boolean), '
                 'ordering.resource_key(anyelement), '
                 'ordering.stream_summary(text, integer, text, text[]), '
                 'ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean), '
@@ -1577,6 +1629,9 @@ BEGIN
             PERFORM ordering.grant_privileges(r.grantee,
                 'EXECUTE ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure, text), '
                 'ordering.dead_letter(text, text, bigint, jsonb, text), '
+                'ordering.deliver_batch(text, text[], bigint[], jsonb[]), '
+                'ordering.deliver_batch(text, text[], bigint[], jsonb[], regprocedure, text), '
+                'ordering.apply_batch(text, text[], bigint[]), '
                 'ordering.consumer_summary(text, integer, text), '
                 'ordering.consumer_state(text, integer, integer[], text), '
                 'ordering.reconcile_check_arguments(integer, text), '

@@ -24,7 +24,10 @@
  *
  * The verdict is cached per relation and forgotten when the relation's
  * relcache entry is invalidated, which attaching, detaching, creating or
- * dropping a trigger, and attaching or detaching a partition all do.
+ * dropping a trigger, attaching or detaching a partition, and turning the
+ * relay wake-up on or off (wakeup.c) all do.  With the verdict goes the
+ * table's wake-up option, read from the same registry row, so that the
+ * trigger learns it with one boolean test per row.
  *
  *-------------------------------------------------------------------------
  */
@@ -53,6 +56,7 @@
 typedef struct AttachedEntry
 {
 	Oid			relid;			/* hash key */
+	bool		wake_relays;	/* its registry row's wake-up option */
 } AttachedEntry;
 
 static HTAB *attached_cache = NULL;
@@ -121,12 +125,12 @@ check_companions(Relation rel, Trigger *trigger)
 
 /*
  * The stream the registry has for the relation or its partitioned
- * ancestors, the nearest first; NULL if none is attached.  Read through the
- * storage layer, so that whoever inserts into an attached table needs no
- * privilege on ordering.attachments.
+ * ancestors, the nearest first, and that row's wake-up option; NULL if none
+ * is attached.  Read through the storage layer, so that whoever inserts
+ * into an attached table needs no privilege on ordering.attachments.
  */
 static char *
-registered_stream(Relation rel)
+registered_stream(Relation rel, bool *wake_relays)
 {
 	List	   *ancestors = get_partition_ancestors(RelationGetRelid(rel));
 	char	   *stream = NULL;
@@ -144,6 +148,7 @@ registered_stream(Relation rel)
 			DatumGetBool(row.values[ATTACHMENTS_ATTACHED - 1]))
 		{
 			stream = TextDatumGetCString(row.values[ATTACHMENTS_STREAM - 1]);
+			*wake_relays = DatumGetBool(row.values[ATTACHMENTS_WAKE_RELAYS - 1]);
 			break;
 		}
 	}
@@ -153,13 +158,16 @@ registered_stream(Relation rel)
 
 /*
  * Refuse to sequence rows of "rel" with this trigger and stream unless the
- * relation is attached (file header).
+ * relation is attached (file header).  Returns the relation's wake-up
+ * option (wakeup.c).
  */
-void
+bool
 attached_check(Relation rel, Trigger *trigger, const char *stream)
 {
 	Oid			relid = RelationGetRelid(rel);
+	AttachedEntry *entry;
 	char	   *registered;
+	bool		wake_relays = false;
 
 	if (attached_cache == NULL)
 	{
@@ -171,13 +179,14 @@ attached_check(Relation rel, Trigger *trigger, const char *stream)
 									 HASH_ELEM | HASH_BLOBS);
 		CacheRegisterRelcacheCallback(attached_relcache_callback, (Datum) 0);
 	}
-	if (hash_search(attached_cache, &relid, HASH_FIND, NULL) != NULL)
-		return;
+	entry = hash_search(attached_cache, &relid, HASH_FIND, NULL);
+	if (entry != NULL)
+		return entry->wake_relays;
 
 	/* a 1.0 database has neither the companions nor the registry */
 	owned_check_version();
 	check_companions(rel, trigger);
-	registered = registered_stream(rel);
+	registered = registered_stream(rel, &wake_relays);
 	if (registered == NULL || strcmp(registered, stream) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -186,6 +195,8 @@ attached_check(Relation rel, Trigger *trigger, const char *stream)
 				 errdetail("Only a table attached with ordering.attach(), or a partition of one, is sequenced; a copy of its trigger elsewhere (a shard of a distributed table, say) would count numbers of its own."),
 				 errhint("Call ordering.attach() on the table.")));
 
-	(void) hash_search(attached_cache, &relid, HASH_ENTER, NULL);
+	entry = hash_search(attached_cache, &relid, HASH_ENTER, NULL);
+	entry->wake_relays = wake_relays;
 	pfree(registered);
+	return wake_relays;
 }

@@ -57,6 +57,10 @@
  * Everything happens in the caller's transaction: a rollback restores the
  * position, the parked rows and the gap requests.
  *
+ * Batches: deliver_batch() and apply_batch() (batch.c) run
+ * consumer_deliver_event() and consumer_apply_event(), the code of the
+ * single calls, once per event, with the tables opened once per call.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -80,6 +84,32 @@ PG_FUNCTION_INFO_V1(ordering_position);
 PG_FUNCTION_INFO_V1(ordering_skip_gap);
 
 /*
+ * Check a consumer name: not empty, not too long (SQLSTATE 22023).
+ */
+void
+consumer_check_consumer(text *consumer)
+{
+	if (VARSIZE_ANY_EXHDR(consumer) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("consumer must not be empty")));
+	owned_check_key_length(consumer, "consumer");
+}
+
+/*
+ * Check a sequence number handed in: at least 1 (SQLSTATE 22023).
+ */
+void
+consumer_check_seq(int64 seq)
+{
+	if (seq < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("sequence number must be positive, got " INT64_FORMAT,
+						seq)));
+}
+
+/*
  * Check the (consumer, resource_id [, seq]) arguments common to the
  * consumer functions: NULL is SQLSTATE 22004, a bad value 22023.
  */
@@ -101,20 +131,12 @@ consumer_key_args(FunctionCallInfo fcinfo, text **consumer, text **resource,
 				 errmsg("seq must not be null")));
 	*consumer = PG_GETARG_TEXT_PP(0);
 	*resource = PG_GETARG_TEXT_PP(1);
-	if (VARSIZE_ANY_EXHDR(*consumer) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("consumer must not be empty")));
-	owned_check_key_length(*consumer, "consumer");
+	consumer_check_consumer(*consumer);
 	owned_check_key_length(*resource, "resource_id");
 	if (seq != NULL)
 	{
 		*seq = PG_GETARG_INT64(2);
-		if (*seq < 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("sequence number must be positive, got " INT64_FORMAT,
-							*seq)));
+		consumer_check_seq(*seq);
 	}
 }
 
@@ -440,20 +462,41 @@ count_run(const char *name, int n, int ran, int first_drained)
 }
 
 /*
- * The decision of deliver() and what follows it: applies, parks or ignores
- * the event, runs the handler (hc, or NULL for the table form) and counts.
- * Returns how many events are ready (or, with a handler, ran); "ready" holds
- * them.
+ * Open the tables a deliver() works on, for the whole call: a batch opens
+ * them once for all its events.
  */
-static int
-deliver_event(text *consumer, text *resource, int64 seq, Datum payload,
-			  bool payload_isnull, ReadyList *ready, HandlerCache *hc,
-			  bool dead_lettering)
+void
+consumer_open_deliver(DeliverTables *tables)
 {
-	char	   *name = text_to_cstring(consumer);
+	owned_open(OWNED_POSITIONS, RowExclusiveLock, &tables->positions);
+	owned_open(OWNED_PARKED, RowExclusiveLock, &tables->parked);
+}
+
+/*
+ * Close what consumer_open_deliver() opened (the locks stay).
+ */
+void
+consumer_close_deliver(DeliverTables *tables)
+{
+	owned_close(&tables->parked);
+	owned_close(&tables->positions);
+}
+
+/*
+ * The decision of deliver() and what follows it: applies, parks or ignores
+ * the event, runs the handler (hc, or NULL for the table form) and counts,
+ * for the consumer named "name" (its text "consumer").  The one
+ * implementation of deliver(): the single call and a batch (batch.c) run it
+ * for each event.  Returns how many events are ready (or, with a handler,
+ * ran); "ready" holds them.
+ */
+int
+consumer_deliver_event(DeliverTables *tables, const char *name,
+					   text *consumer, text *resource, int64 seq,
+					   Datum payload, bool payload_isnull, ReadyList *ready,
+					   HandlerCache *hc, bool dead_lettering)
+{
 	Datum		key[2] = {PointerGetDatum(consumer), PointerGetDatum(resource)};
-	OwnedRel	positions;
-	OwnedRel	parked;
 	KeyDecision kd = {0};
 	int			ran = 0;
 
@@ -461,11 +504,9 @@ deliver_event(text *consumer, text *resource, int64 seq, Datum payload,
 	kd.seq = seq;
 	kd.payload = payload;
 	kd.payload_isnull = payload_isnull;
-	kd.parked = &parked;
+	kd.parked = &tables->parked;
 	kd.ready = ready;
-	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
-	owned_open(OWNED_PARKED, RowExclusiveLock, &parked);
-	consumer_decide(decide_deliver, &kd, &positions);
+	consumer_decide(decide_deliver, &kd, &tables->positions);
 
 	switch (kd.plan)
 	{
@@ -487,14 +528,15 @@ deliver_event(text *consumer, text *resource, int64 seq, Datum payload,
 					 errhint("Redeliver the event later, or give up on the missing events with ordering.skip_gap().")));
 			break;
 		case PLAN_PARK:
-			parked_insert(&parked, key, seq, payload, payload_isnull);
+			parked_insert(&tables->parked, key, seq, payload, payload_isnull);
 			ordering_stats_count(name, ORDERING_EVENT_PARKED, 1);
 			ordering_stats_reorder_distance(name, seq - kd.position);
 			ordering_log_decision(name, resource, kd.position + 1, seq,
 								  ORDERING_DECISION_PARKED, 0);
 			break;
 		case PLAN_APPLY:
-			ran = consumer_finish_run(&kd, &positions, hc, dead_lettering, false);
+			ran = consumer_finish_run(&kd, &tables->positions, hc,
+									  dead_lettering, false);
 			count_run(name, ready->n, ran, 1);
 			ordering_log_decision(name, resource, kd.position + 1, seq,
 								  ran > 0 || ready->n == 0 ? ORDERING_DECISION_APPLIED :
@@ -508,9 +550,60 @@ deliver_event(text *consumer, text *resource, int64 seq, Datum payload,
 			elog(ERROR, "unexpected deliver plan %d", (int) kd.plan);
 	}
 	count_consumed(name, resource);
-	owned_close(&parked);
-	owned_close(&positions);
 	return ran;
+}
+
+/*
+ * deliver() of one event: the tables opened for it alone.
+ */
+static int
+deliver_event(text *consumer, text *resource, int64 seq, Datum payload,
+			  bool payload_isnull, ReadyList *ready, HandlerCache *hc,
+			  bool dead_lettering)
+{
+	DeliverTables tables;
+	int			ran;
+
+	consumer_open_deliver(&tables);
+	ran = consumer_deliver_event(&tables, text_to_cstring(consumer), consumer,
+								 resource, seq, payload, payload_isnull, ready,
+								 hc, dead_lettering);
+	consumer_close_deliver(&tables);
+	return ran;
+}
+
+/*
+ * The decision of apply_if_newer() on ordering.positions, open, and its
+ * counts, for the consumer named "name" (its text "consumer").  The one
+ * implementation of apply_if_newer(): the single call and a batch
+ * (batch.c) run it for each event.  True when the event is newer: the
+ * position is now seq.
+ */
+bool
+consumer_apply_event(OwnedRel *positions, const char *name, text *consumer,
+					 text *resource, int64 seq)
+{
+	Datum		key[2] = {PointerGetDatum(consumer), PointerGetDatum(resource)};
+	KeyDecision kd = {0};
+	OwnedRow	row;
+	bool		applied;
+
+	kd.key = key;
+	kd.seq = seq;
+	owned_advance(positions, key, decide_newer, &kd, &row);
+	applied = kd.position < kd.seq;
+
+	count_consumed(name, resource);
+	if (applied)
+		ordering_stats_count(name, ORDERING_EVENT_APPLIED, 1);
+	else
+		ordering_stats_count(name, kd.position == kd.seq ?
+							 ORDERING_EVENT_DUPLICATE : ORDERING_EVENT_STALE, 1);
+	ordering_log_decision(name, resource, kd.position + 1, kd.seq,
+						  applied ? ORDERING_DECISION_APPLIED :
+						  kd.position == kd.seq ? ORDERING_DECISION_DUPLICATE :
+						  ORDERING_DECISION_STALE, 0);
+	return applied;
 }
 
 /*
@@ -525,34 +618,16 @@ ordering_apply_if_newer(PG_FUNCTION_ARGS)
 {
 	text	   *consumer;
 	text	   *resource;
-	Datum		key[2];
-	KeyDecision kd = {0};
+	int64		seq;
 	OwnedRel	positions;
-	OwnedRow	row;
-	char	   *name;
 	bool		applied;
 
-	consumer_key_args(fcinfo, &consumer, &resource, &kd.seq);
+	consumer_key_args(fcinfo, &consumer, &resource, &seq);
 	owned_prevent_write("ordering.apply_if_newer()");
-	key[0] = PointerGetDatum(consumer);
-	key[1] = PointerGetDatum(resource);
-	kd.key = key;
 	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
-	owned_advance(&positions, key, decide_newer, &kd, &row);
+	applied = consumer_apply_event(&positions, text_to_cstring(consumer),
+								   consumer, resource, seq);
 	owned_close(&positions);
-	applied = kd.position < kd.seq;
-
-	name = text_to_cstring(consumer);
-	count_consumed(name, resource);
-	if (applied)
-		ordering_stats_count(name, ORDERING_EVENT_APPLIED, 1);
-	else
-		ordering_stats_count(name, kd.position == kd.seq ?
-							 ORDERING_EVENT_DUPLICATE : ORDERING_EVENT_STALE, 1);
-	ordering_log_decision(name, resource, kd.position + 1, kd.seq,
-						  applied ? ORDERING_DECISION_APPLIED :
-						  kd.position == kd.seq ? ORDERING_DECISION_DUPLICATE :
-						  ORDERING_DECISION_STALE, 0);
 	PG_RETURN_BOOL(applied);
 }
 

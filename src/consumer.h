@@ -2,8 +2,9 @@
  *
  * consumer.h
  *	  What the files of the consumer side share: consumer.c (the decisions
- *	  and deliver/apply_if_newer/skip_gap/position), handlers.c (calling
- *	  the handler of deliver(..., handler)) and dead_letters.c.
+ *	  and deliver/apply_if_newer/skip_gap/position), batch.c (the set-based
+ *	  deliver_batch/apply_batch, on consumer.c's decisions), handlers.c
+ *	  (calling the handler of deliver(..., handler)) and dead_letters.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -58,6 +59,13 @@ typedef struct KeyDecision
 	ReadyList  *ready;
 } KeyDecision;
 
+/* The tables of deliver(), open for a whole call (a batch: all its events) */
+typedef struct DeliverTables
+{
+	OwnedRel	positions;
+	OwnedRel	parked;
+} DeliverTables;
+
 /* A dead letter as stored */
 typedef struct DeadLetter
 {
@@ -67,6 +75,8 @@ typedef struct DeadLetter
 } DeadLetter;
 
 /* consumer.c */
+extern void consumer_check_consumer(text *consumer);
+extern void consumer_check_seq(int64 seq);
 extern void consumer_key_args(FunctionCallInfo fcinfo, text **consumer,
 							  text **resource, int64 *seq);
 extern void consumer_materialize(FunctionCallInfo fcinfo);
@@ -78,6 +88,15 @@ extern void consumer_decide(OwnedDecide decide, KeyDecision *kd,
 extern int	consumer_finish_run(KeyDecision *kd, OwnedRel *positions,
 								HandlerCache *hc, bool dead_lettering,
 								bool retrying);
+extern void consumer_open_deliver(DeliverTables *tables);
+extern void consumer_close_deliver(DeliverTables *tables);
+extern int	consumer_deliver_event(DeliverTables *tables, const char *name,
+								   text *consumer, text *resource, int64 seq,
+								   Datum payload, bool payload_isnull,
+								   ReadyList *ready, HandlerCache *hc,
+								   bool dead_lettering);
+extern bool consumer_apply_event(OwnedRel *positions, const char *name,
+								 text *consumer, text *resource, int64 seq);
 
 /* handlers.c */
 extern HandlerCache *handler_lookup(FunctionCallInfo fcinfo, int argno);

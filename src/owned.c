@@ -140,10 +140,11 @@ static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
 		.checks = {"dead_letter_events_seq_check", "dead_letter_events_attempts_check"}
 	},
 	[OWNED_ATTACHMENTS] = {
-		.relname = "attachments", .natts = 6, .nkeys = 1,
+		.relname = "attachments", .natts = 7, .nkeys = 1,
 		.cols = {{"tbl", REGCLASSOID, true}, {"stream", TEXTOID, true},
 			{"resource_column", NAMEOID, true}, {"sequence_column", NAMEOID, true},
-		{"attached", BOOLOID, true}, {"attached_at", TIMESTAMPTZOID, true}}
+			{"attached", BOOLOID, true}, {"attached_at", TIMESTAMPTZOID, true},
+		{"wake_relays", BOOLOID, true}}
 	},
 };
 

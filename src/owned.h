@@ -71,6 +71,7 @@ typedef enum OwnedTableId
 #define ATTACHMENTS_TBL			1
 #define ATTACHMENTS_STREAM		2
 #define ATTACHMENTS_ATTACHED	5
+#define ATTACHMENTS_WAKE_RELAYS	7
 
 /* The widest of the tables */
 #define OWNED_MAX_NATTS			9

@@ -13,7 +13,8 @@
  *	  COPY, a function called from COPY TO.  The number stays provisional
  *	  until the row is stored (provisional.c).
  *	- a companion AFTER INSERT trigger whose WHEN clause,
- *	  ordering.sequence_stored(), reports each stored row.
+ *	  ordering.sequence_stored(), reports each stored row (and queues the
+ *	  relay wake-up of a table that asked for one, wakeup.c).
  *	- ordering.sequence_guard(), BEFORE UPDATE OR DELETE FOR EACH ROW: a
  *	  sequenced row keeps its number and its resource; and a row that an
  *	  UPDATE moves to another partition (PostgreSQL deletes it from the old
@@ -53,6 +54,7 @@
 #include "resource_key.h"
 #include "stats.h"
 #include "triggers.h"
+#include "wakeup.h"
 
 PG_FUNCTION_INFO_V1(ordering_sequence_trigger);
 PG_FUNCTION_INFO_V1(ordering_sequence_stored);
@@ -220,8 +222,9 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	ordering_trigger_check(fcinfo, &sequence_trigger_protocol);
 	tuple = trigdata->tg_trigtuple;
 	read_row(trigdata, &sequence_trigger_protocol, tuple, &row);
-	attached_check(trigdata->tg_relation, trigdata->tg_trigger,
-				   text_to_cstring(row.stream));
+	if (attached_check(trigdata->tg_relation, trigdata->tg_trigger,
+					   text_to_cstring(row.stream)))
+		ordering_wakeup_arm(row.stream);
 
 	if (ordering_restoring)
 	{
@@ -271,6 +274,7 @@ ordering_sequence_stored(PG_FUNCTION_ARGS)
 
 		ordering_stats_sequence_assigned(name);
 		ordering_stats_hot_resource('s', name, text_to_cstring(p->resource), 1);
+		ordering_wakeup_stored(p->stream);
 		pfree(name);
 		provisional_free(p);
 	}

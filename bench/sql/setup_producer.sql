@@ -9,6 +9,10 @@ CREATE TABLE plain_outbox (
 
 CREATE TABLE ext_outbox (LIKE plain_outbox INCLUDING ALL);
 SELECT ordering.attach('ext_outbox');
+-- The same with the relay wake-up on: one NOTIFY per transaction.
+CREATE TABLE wake_outbox (LIKE plain_outbox INCLUDING ALL);
+SELECT ordering.attach('wake_outbox');
+SELECT ordering.wake_relays('wake_outbox');
 
 -- Bounds (bench/probe/ordering_probe.c): the trigger's frame with no counter,
 -- and with only the per-resource lock held until commit.

@@ -1,0 +1,464 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.c
+ *	  Set-based consumer calls, deliver_batch() and apply_batch(): for
+ *	  consumers that receive events in batches (a poll of a Kafka consumer,
+ *	  a RabbitMQ prefetch window) and apply a batch in one statement.
+ *
+ * A batch gives, for each of its events (ord 1, 2, ..., in input order),
+ * what deliver() or apply_if_newer() would have given for it, had the
+ * events been handed to single calls one after another in input order in
+ * one transaction.  Each event goes through consumer_deliver_event() or
+ * consumer_apply_event() (consumer.c), the code of the single calls, so the
+ * rules, the statistics, the decision log and the hot-resource offers are
+ * those of the single calls by construction.  What a batch saves is the
+ * rest: one statement and one function call instead of one per event, and
+ * the tables and their primary keys opened once.
+ *
+ * Order.  The events of one resource are decided in input order.  Events
+ * of different resources touch different keys of ordering.positions and of
+ * everything that hangs off a key (parked events, gap request, dead
+ * letter), so the order in which resources are taken changes no decision,
+ * no row returned and no count.  A batch takes them in the byte order of
+ * their ids (each resource's events in input order) and hands the rows back
+ * in input order.  That order is the locking rule: a call keeps the
+ * position rows it wrote until its transaction ends, and two transactions
+ * that took rows of shared resources in opposite orders would deadlock;
+ * batches that take them in one order do not: the later one waits on the
+ * first row it shares with the earlier one, before it holds any row the
+ * earlier one may still need.  Across statements of one transaction the
+ * caller's order counts (test/specs/batch_concurrent.spec shows both).  The
+ * order of resources shows in two places only: the handler form calls the
+ * handler resource by resource in that order, and the lines of the decision
+ * log follow it.
+ *
+ * Errors: the arguments and every event in them are checked before
+ * anything is decided (SQLSTATE 22004 for a NULL, 22023 for a bad value or
+ * arrays of different lengths).  An error while deciding (the parking cap,
+ * 54000) fails the whole call, and the rollback of the statement undoes
+ * what the events before it did, as it would undo those single calls.  The
+ * error's context line names the event (its ord).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
+
+#include "consumer.h"
+
+PG_FUNCTION_INFO_V1(ordering_deliver_batch);
+PG_FUNCTION_INFO_V1(ordering_deliver_batch_handler);
+PG_FUNCTION_INFO_V1(ordering_apply_batch);
+
+/* One event of a batch */
+typedef struct BatchEvent
+{
+	text	   *resource;
+	int64		seq;
+	Datum		payload;
+	bool		isnull;
+} BatchEvent;
+
+/* A batch as handed in, checked */
+typedef struct Batch
+{
+	text	   *consumer;
+	char	   *name;			/* the consumer, as a C string */
+	int			n;
+	BatchEvent *events;			/* in input order */
+	int		   *order;			/* indexes into events, in deciding order */
+	int			current;		/* the event at hand, for the error context */
+} Batch;
+
+/* A row of deliver_batch()'s result */
+typedef struct BatchRow
+{
+	int64		seq;
+	Datum		payload;
+	bool		isnull;
+} BatchRow;
+
+/* The rows of deliver_batch(), collected in deciding order */
+typedef struct BatchOutput
+{
+	int		   *first;			/* per event: its first row in rows */
+	int		   *count;			/* per event: how many rows */
+	BatchRow   *rows;
+	int			n;
+	int			size;
+} BatchOutput;
+
+/*
+ * Error context of a batch: the event at hand, by its ord.
+ */
+static void
+batch_error_context(void *arg)
+{
+	Batch	   *batch = (Batch *) arg;
+
+	if (batch->current >= 0)
+		errcontext("event %d of the batch", batch->current + 1);
+}
+
+/*
+ * A memory context for what deciding one event leaves behind, reset after
+ * each (the rows a call returns live in its parent).  The default sizes,
+ * spelled as Size.
+ */
+static MemoryContext
+batch_event_context(MemoryContext parent)
+{
+	return AllocSetContextCreate(parent, "ordering batch event",
+								 ALLOCSET_DEFAULT_MINSIZE,
+								 (Size) ALLOCSET_DEFAULT_INITSIZE,
+								 (Size) ALLOCSET_DEFAULT_MAXSIZE);
+}
+
+/*
+ * Push the error context of a batch.
+ */
+static void
+batch_push_context(Batch *batch, ErrorContextCallback *callback)
+{
+	batch->current = -1;
+	callback->callback = batch_error_context;
+	callback->arg = batch;
+	callback->previous = error_context_stack;
+	error_context_stack = callback;
+}
+
+/*
+ * The elements of the array in argument argno (named "name"), of a type of
+ * the given length, by-value-ness and alignment; returns how many.  A NULL
+ * array is SQLSTATE 22004, one of more than one dimension 22023.
+ */
+static int
+batch_array(FunctionCallInfo fcinfo, int argno, const char *name,
+			Oid elemtype, int16 typlen, bool typbyval, char typalign,
+			Datum **values, bool **nulls)
+{
+	ArrayType  *array;
+	int			n;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", name)));
+	array = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a one-dimensional array", name)));
+	Assert(ARR_ELEMTYPE(array) == elemtype);
+	deconstruct_array(array, elemtype, typlen, typbyval, typalign, values,
+					  nulls, &n);
+	return n;
+}
+
+/*
+ * qsort_arg comparator of the deciding order (file header): resource ids
+ * byte-wise, then input order.
+ */
+static int
+batch_order_cmp(const void *a, const void *b, void *arg)
+{
+	const BatchEvent *events = (const BatchEvent *) arg;
+	int			ia = *(const int *) a;
+	int			ib = *(const int *) b;
+	text	   *ra = events[ia].resource;
+	text	   *rb = events[ib].resource;
+	int			la = VARSIZE_ANY_EXHDR(ra);
+	int			lb = VARSIZE_ANY_EXHDR(rb);
+	int			c = memcmp(VARDATA_ANY(ra), VARDATA_ANY(rb), Min(la, lb));
+
+	if (c != 0)
+		return c;
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return ia < ib ? -1 : (ia > ib ? 1 : 0);
+}
+
+/*
+ * Read and check the arguments (consumer text, resource_ids text[], seqs
+ * bigint[] [, payloads jsonb[]]) of a batch call, every event of them, and
+ * put the events in deciding order (file header).
+ */
+static void
+batch_read(FunctionCallInfo fcinfo, bool with_payloads, Batch *batch)
+{
+	Datum	   *ids;
+	Datum	   *seqs;
+	Datum	   *payloads = NULL;
+	bool	   *idnulls;
+	bool	   *seqnulls;
+	bool	   *payloadnulls = NULL;
+	int			nseqs;
+	int			npayloads = 0;
+	ErrorContextCallback callback;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("consumer must not be null")));
+	batch->consumer = PG_GETARG_TEXT_PP(0);
+	batch->n = batch_array(fcinfo, 1, "resource_ids", TEXTOID, -1, false,
+						   TYPALIGN_INT, &ids, &idnulls);
+	nseqs = batch_array(fcinfo, 2, "seqs", INT8OID, sizeof(int64),
+						FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &seqs, &seqnulls);
+	if (with_payloads)
+		npayloads = batch_array(fcinfo, 3, "payloads", JSONBOID, -1, false,
+								TYPALIGN_INT, &payloads, &payloadnulls);
+	consumer_check_consumer(batch->consumer);
+	if (with_payloads && (nseqs != batch->n || npayloads != batch->n))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("resource_ids, seqs and payloads must have the same length"),
+				 errdetail("resource_ids has %d elements, seqs %d, payloads %d.",
+						   batch->n, nseqs, npayloads)));
+	if (!with_payloads && nseqs != batch->n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("resource_ids and seqs must have the same length"),
+				 errdetail("resource_ids has %d elements, seqs %d.",
+						   batch->n, nseqs)));
+
+	batch->name = text_to_cstring(batch->consumer);
+	batch->events = palloc(sizeof(BatchEvent) * Max(batch->n, 1));
+	batch->order = palloc(sizeof(int) * Max(batch->n, 1));
+	batch_push_context(batch, &callback);
+	for (int i = 0; i < batch->n; i++)
+	{
+		BatchEvent *event = &batch->events[i];
+
+		batch->current = i;
+		if (idnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("resource_id must not be null")));
+		if (seqnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("seq must not be null")));
+		event->resource = DatumGetTextPP(ids[i]);
+		owned_check_key_length(event->resource, "resource_id");
+		event->seq = DatumGetInt64(seqs[i]);
+		consumer_check_seq(event->seq);
+		event->isnull = !with_payloads || payloadnulls[i];
+		event->payload = event->isnull ? (Datum) 0 : payloads[i];
+		batch->order[i] = i;
+	}
+	error_context_stack = callback.previous;
+	qsort_arg(batch->order, batch->n, sizeof(int), batch_order_cmp,
+			  batch->events);
+}
+
+/*
+ * Keep the rows deliver() returned for event i (ready, whose payloads live
+ * as long as the call).
+ */
+static void
+batch_output_add(BatchOutput *out, int i, const ReadyList *ready)
+{
+	out->first[i] = out->n;
+	out->count[i] = ready->n;
+	if (out->n + ready->n > out->size)
+	{
+		out->size = Max(out->size * 2, out->n + ready->n);
+		out->rows = repalloc(out->rows, sizeof(BatchRow) * out->size);
+	}
+	for (int j = 0; j < ready->n; j++)
+	{
+		BatchRow   *row = &out->rows[out->n++];
+
+		row->seq = ready->events[j].seq;
+		row->payload = ready->events[j].payload;
+		row->isnull = ready->events[j].isnull;
+	}
+}
+
+/*
+ * Deliver the events of a batch in deciding order (file header), each as
+ * deliver() would, with the tables opened once.  With a handler (hc) it
+ * runs on the ready events; without, "out" collects them.  Returns how
+ * many events were ready (with a handler: ran).
+ */
+static int64
+batch_deliver(Batch *batch, HandlerCache *hc, bool dead_lettering,
+			  BatchOutput *out)
+{
+	MemoryContext call_cxt = CurrentMemoryContext;
+	MemoryContext event_cxt;
+	ErrorContextCallback callback;
+	DeliverTables tables;
+	ReadyList	ready;
+	int64		total = 0;
+
+	/* what one event leaves behind goes with it; rows returned stay */
+	event_cxt = batch_event_context(call_cxt);
+	ready.events = NULL;
+	ready.n = 0;
+	ready.size = 0;
+	ready.cxt = out != NULL ? call_cxt : event_cxt;
+
+	consumer_open_deliver(&tables);
+	batch_push_context(batch, &callback);
+	for (int k = 0; k < batch->n; k++)
+	{
+		int			i = batch->order[k];
+		BatchEvent *event = &batch->events[i];
+
+		batch->current = i;
+		MemoryContextSwitchTo(event_cxt);
+		total += consumer_deliver_event(&tables, batch->name, batch->consumer,
+										event->resource, event->seq,
+										event->payload, event->isnull, &ready,
+										hc, dead_lettering);
+		MemoryContextSwitchTo(call_cxt);
+		if (out != NULL)
+			batch_output_add(out, i, &ready);
+		else
+		{
+			/* the list lived in event_cxt */
+			ready.events = NULL;
+			ready.n = 0;
+			ready.size = 0;
+		}
+		MemoryContextReset(event_cxt);
+	}
+	error_context_stack = callback.previous;
+	consumer_close_deliver(&tables);
+	MemoryContextDelete(event_cxt);
+	return total;
+}
+
+/*
+ * ordering.deliver_batch(consumer text, resource_ids text[], seqs bigint[],
+ *						  payloads jsonb[])
+ * returns table (ord integer, seq bigint, payload jsonb)
+ *
+ * For each event, in input order, the rows deliver() would return for it:
+ * ord is the event's position in the arrays (1-based).
+ */
+Datum
+ordering_deliver_batch(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Batch		batch;
+	BatchOutput out;
+
+	batch_read(fcinfo, true, &batch);
+	owned_prevent_write("ordering.deliver_batch()");
+	consumer_materialize(fcinfo);
+
+	out.first = palloc(sizeof(int) * Max(batch.n, 1));
+	out.count = palloc(sizeof(int) * Max(batch.n, 1));
+	out.size = Max(batch.n, 8);
+	out.rows = palloc(sizeof(BatchRow) * out.size);
+	out.n = 0;
+	(void) batch_deliver(&batch, NULL, false, &out);
+
+	for (int i = 0; i < batch.n; i++)
+	{
+		for (int j = out.first[i]; j < out.first[i] + out.count[i]; j++)
+		{
+			Datum		values[3];
+			bool		nulls[3] = {false, false, out.rows[j].isnull};
+
+			values[0] = Int32GetDatum(i + 1);
+			values[1] = Int64GetDatum(out.rows[j].seq);
+			values[2] = out.rows[j].payload;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
+								 nulls);
+		}
+	}
+	return (Datum) 0;
+}
+
+/*
+ * ordering.deliver_batch(consumer text, resource_ids text[], seqs bigint[],
+ *						  payloads jsonb[], handler regprocedure,
+ *						  on_error text DEFAULT 'raise') returns integer
+ *
+ * Each event as deliver(..., handler, on_error) would take it; returns how
+ * many events the handler ran for, in all.
+ */
+Datum
+ordering_deliver_batch_handler(PG_FUNCTION_ARGS)
+{
+	Batch		batch;
+	HandlerCache *hc;
+	bool		dead_lettering;
+	int64		ran;
+
+	batch_read(fcinfo, true, &batch);
+	hc = handler_lookup(fcinfo, 4);
+	dead_lettering = handler_dead_lettering(fcinfo, 5);
+	owned_prevent_write("ordering.deliver_batch()");
+	ran = batch_deliver(&batch, hc, dead_lettering, NULL);
+	if (ran > PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("the handler ran for more events than an integer counts"),
+				 errhint("Deliver fewer events per call.")));
+	PG_RETURN_INT32((int32) ran);
+}
+
+/*
+ * ordering.apply_batch(consumer text, resource_ids text[], seqs bigint[])
+ * returns table (ord integer, applied boolean)
+ *
+ * For each event, in input order, what apply_if_newer() would return for
+ * it; ord is its position in the arrays (1-based).
+ */
+Datum
+ordering_apply_batch(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MemoryContext call_cxt = CurrentMemoryContext;
+	MemoryContext event_cxt;
+	ErrorContextCallback callback;
+	Batch		batch;
+	OwnedRel	positions;
+	bool	   *applied;
+
+	batch_read(fcinfo, false, &batch);
+	owned_prevent_write("ordering.apply_batch()");
+	consumer_materialize(fcinfo);
+	applied = palloc(sizeof(bool) * Max(batch.n, 1));
+	event_cxt = batch_event_context(call_cxt);
+
+	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
+	batch_push_context(&batch, &callback);
+	for (int k = 0; k < batch.n; k++)
+	{
+		int			i = batch.order[k];
+		BatchEvent *event = &batch.events[i];
+
+		batch.current = i;
+		MemoryContextSwitchTo(event_cxt);
+		applied[i] = consumer_apply_event(&positions, batch.name,
+										  batch.consumer, event->resource,
+										  event->seq);
+		MemoryContextSwitchTo(call_cxt);
+		MemoryContextReset(event_cxt);
+	}
+	error_context_stack = callback.previous;
+	owned_close(&positions);
+	MemoryContextDelete(event_cxt);
+
+	for (int i = 0; i < batch.n; i++)
+	{
+		Datum		values[2] = {Int32GetDatum(i + 1), BoolGetDatum(applied[i])};
+		bool		nulls[2] = {false, false};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
