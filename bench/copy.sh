@@ -120,7 +120,7 @@ load_sql() {
 	esac
 }
 
-ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev valgrind
+ensure_packages $(pg_packages) make gcc libc6-dev valgrind
 sandbox_create "$here"
 trap 'as_postgres pg_ctl -D "$SANDBOX/data" -m immediate stop >/dev/null 2>&1 || true; cpu_cgroup_remove; sandbox_destroy' EXIT
 sandbox_build

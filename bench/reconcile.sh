@@ -24,7 +24,7 @@ resources=${RESOURCES:-1000000}
 behind=${BEHIND:-100}
 buckets=${BUCKETS:-auto 4096 16384 65536}
 
-ensure_packages postgresql-15 postgresql-server-dev-15 python3-psycopg make gcc libc6-dev
+ensure_packages $(pg_packages) python3-psycopg make gcc libc6-dev
 sandbox_create "$here"
 trap 'as_postgres pg_ctl -D "$SANDBOX/data" -m immediate stop >/dev/null 2>&1 || true; sandbox_destroy' EXIT
 sandbox_build

@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev \
+ensure_packages $(pg_packages) make gcc libc6-dev \
 	python3 python3-psycopg2
 sandbox_create "$here"
 stop_all() {

@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
 done
 seconds=${ORDERING_MONITORING_SECONDS:-75}
 
-ensure_packages postgresql-15 postgresql-server-dev-15 make gcc libc6-dev \
+ensure_packages $(pg_packages) make gcc libc6-dev \
 	prometheus prometheus-postgres-exporter gnuplot-nox jq yq curl
 
 echo "== promtool"
