@@ -9,12 +9,9 @@
 # producer's payloads.  A control run applies the same kind of stream in
 # arrival order without the extension and must fail that check.
 #
-# The dead-letter variant of the consumers (--dead-letter) needs
-# ordering.deliver(..., handler, on_error); where the installed extension
-# has it, each language also runs with poison events: they must be
-# dead-lettered, block only their own resources, and drain in order once
-# retried with the handler fixed.  ORDERING_EXAMPLES_DEAD_LETTER=1 makes a
-# missing function a failure instead of a skip.
+# Each language also runs its consumer with --dead-letter and poison
+# events: they must be dead-lettered, block only their own resources, and
+# drain in order once retried with the handler fixed.
 #
 #   bash examples/test.sh [python] [go] [node]
 #
@@ -109,9 +106,8 @@ psql_db() {
 }
 dsn() { echo "postgresql://postgres@/$1?host=$work"; }
 
-dead_letter=0
 runs=""
-for lang in $langs; do runs="$runs $lang"; done
+for lang in $langs; do runs="$runs $lang ${lang}_dl"; done
 runs="$runs control"
 as_postgres initdb -D "$work/data" -A trust -U postgres >/dev/null
 cat >>"$work/data/postgresql.conf" <<EOF
@@ -126,16 +122,6 @@ ordering.gap_deadline = 1s
 EOF
 as_postgres pg_ctl -D "$work/data" -l "$work/server.log" -w start >/dev/null
 server_started=1
-psql_db postgres -c "CREATE DATABASE probe"
-psql_db probe -c "CREATE EXTENSION ordering"
-if [ "$(psql_db probe -c "SELECT to_regprocedure(
-		'ordering.deliver(text,text,bigint,jsonb,regprocedure,text)') IS NOT NULL")" = t ]; then
-	dead_letter=1
-	for lang in $langs; do runs="$runs ${lang}_dl"; done
-elif [ "${ORDERING_EXAMPLES_DEAD_LETTER:-0}" = 1 ]; then
-	echo "examples: ordering.deliver(..., handler, on_error) is not installed" >&2
-	exit 1
-fi
 sweep=""
 for run in $runs; do
 	psql_db postgres -c "CREATE DATABASE p_$run" -c "CREATE DATABASE c_$run"
@@ -366,14 +352,9 @@ for lang in $langs; do
 	run_language "$lang" || rc=1
 done
 run_control || rc=1
-if [ "$dead_letter" = 1 ]; then
-	for lang in $langs; do
-		run_dead_letter "$lang" || rc=1
-	done
-else
-	echo "examples: dead-letter variant SKIPPED: this build has no" \
-		"ordering.deliver(..., handler, on_error)"
-fi
+for lang in $langs; do
+	run_dead_letter "$lang" || rc=1
+done
 if [ "$rc" -ne 0 ]; then
 	echo "examples suite FAILED; server log:" >&2
 	tail -n 30 "$work/server.log" >&2
