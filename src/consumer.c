@@ -707,6 +707,55 @@ ordering_position(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The body of skip_gap() and discard_dead_letter(), which give up on events
+ * of one (consumer, resource): decide() moves the position past them
+ * (kd.skipped events, PLAN_APPLY when it moved) and reads the run that then
+ * drains, which is returned (and its rows removed).  Giving up a dead
+ * letter also removes it ("dead_letter").
+ */
+Datum
+consumer_give_up(FunctionCallInfo fcinfo, const char *caller,
+				 OwnedDecide decide, bool dead_letter)
+{
+	text	   *consumer;
+	text	   *resource;
+	Datum		key[2];
+	OwnedRel	positions;
+	OwnedRel	parked;
+	KeyDecision kd = {0};
+	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
+
+	consumer_key_args(fcinfo, &consumer, &resource, NULL);
+	owned_prevent_write(caller);
+	consumer_materialize(fcinfo);
+	key[0] = PointerGetDatum(consumer);
+	key[1] = PointerGetDatum(resource);
+	kd.key = key;
+	kd.parked = &parked;
+	kd.ready = &ready;
+	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
+	owned_open(OWNED_PARKED, RowExclusiveLock, &parked);
+	consumer_decide(decide, &kd, &positions);
+	if (kd.plan == PLAN_APPLY)
+	{
+		char	   *name = text_to_cstring(consumer);
+
+		if (dead_letter)
+			dead_letter_remove(key);
+		(void) consumer_finish_run(&kd, &positions, NULL, false, false);
+		ordering_stats_count(name, ORDERING_EVENT_SKIPPED, kd.skipped);
+		count_run(name, ready.n, ready.n, 0);
+		ordering_log_decision(name, resource, kd.position + 1,
+							  kd.position + kd.skipped + 1,
+							  ORDERING_DECISION_SKIPPED, 0);
+	}
+	owned_close(&parked);
+	owned_close(&positions);
+	consumer_return_ready(fcinfo, &ready);
+	return (Datum) 0;
+}
+
+/*
  * ordering.skip_gap(consumer text, resource_id text)
  * returns table (seq bigint, payload jsonb)
  *
@@ -719,38 +768,5 @@ ordering_position(PG_FUNCTION_ARGS)
 Datum
 ordering_skip_gap(PG_FUNCTION_ARGS)
 {
-	text	   *consumer;
-	text	   *resource;
-	Datum		key[2];
-	OwnedRel	positions;
-	OwnedRel	parked;
-	KeyDecision kd = {0};
-	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
-
-	consumer_key_args(fcinfo, &consumer, &resource, NULL);
-	owned_prevent_write("ordering.skip_gap()");
-	consumer_materialize(fcinfo);
-	key[0] = PointerGetDatum(consumer);
-	key[1] = PointerGetDatum(resource);
-	kd.key = key;
-	kd.parked = &parked;
-	kd.ready = &ready;
-	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
-	owned_open(OWNED_PARKED, RowExclusiveLock, &parked);
-	consumer_decide(decide_skip, &kd, &positions);
-	if (kd.plan == PLAN_APPLY)
-	{
-		char	   *name = text_to_cstring(consumer);
-
-		(void) consumer_finish_run(&kd, &positions, NULL, false, false);
-		ordering_stats_count(name, ORDERING_EVENT_SKIPPED, kd.skipped);
-		count_run(name, ready.n, ready.n, 0);
-		ordering_log_decision(name, resource, kd.position + 1,
-							  kd.position + kd.skipped + 1,
-							  ORDERING_DECISION_SKIPPED, 0);
-	}
-	owned_close(&parked);
-	owned_close(&positions);
-	consumer_return_ready(fcinfo, &ready);
-	return (Datum) 0;
+	return consumer_give_up(fcinfo, "ordering.skip_gap()", decide_skip, false);
 }

@@ -88,6 +88,8 @@ extern void consumer_decide(OwnedDecide decide, KeyDecision *kd,
 extern int	consumer_finish_run(KeyDecision *kd, OwnedRel *positions,
 								HandlerCache *hc, bool dead_lettering,
 								bool retrying);
+extern Datum consumer_give_up(FunctionCallInfo fcinfo, const char *caller,
+							  OwnedDecide decide, bool dead_letter);
 extern void consumer_open_deliver(DeliverTables *tables);
 extern void consumer_close_deliver(DeliverTables *tables);
 extern int	consumer_deliver_event(DeliverTables *tables, const char *name,

@@ -415,39 +415,6 @@ decide_discard(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 Datum
 ordering_discard_dead_letter(PG_FUNCTION_ARGS)
 {
-	text	   *consumer;
-	text	   *resource;
-	Datum		key[2];
-	OwnedRel	positions;
-	OwnedRel	parked;
-	KeyDecision kd = {0};
-	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
-
-	consumer_key_args(fcinfo, &consumer, &resource, NULL);
-	owned_prevent_write("ordering.discard_dead_letter()");
-	consumer_materialize(fcinfo);
-	key[0] = PointerGetDatum(consumer);
-	key[1] = PointerGetDatum(resource);
-	kd.key = key;
-	kd.parked = &parked;
-	kd.ready = &ready;
-	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
-	owned_open(OWNED_PARKED, RowExclusiveLock, &parked);
-	consumer_decide(decide_discard, &kd, &positions);
-	if (kd.plan == PLAN_APPLY)
-	{
-		char	   *name = text_to_cstring(consumer);
-
-		dead_letter_remove(key);
-		(void) consumer_finish_run(&kd, &positions, NULL, false, false);
-		ordering_stats_count(name, ORDERING_EVENT_SKIPPED, kd.skipped);
-		ordering_stats_count(name, ORDERING_EVENT_APPLIED, ready.n);
-		ordering_stats_count(name, ORDERING_EVENT_DRAINED, ready.n);
-		ordering_log_decision(name, resource, kd.position + 1,
-							  kd.blocked_at + 1, ORDERING_DECISION_SKIPPED, 0);
-	}
-	owned_close(&parked);
-	owned_close(&positions);
-	consumer_return_ready(fcinfo, &ready);
-	return (Datum) 0;
+	return consumer_give_up(fcinfo, "ordering.discard_dead_letter()",
+							decide_discard, true);
 }

@@ -632,6 +632,22 @@ insert_row(OwnedRel *orel, Datum *values, bool *nulls)
 }
 
 /*
+ * Fail with 40001: a concurrent transaction created or changed ("what") a
+ * row of "orel" that ours may not decide on again (under SERIALIZABLE, as
+ * an UPDATE or INSERT ... ON CONFLICT of the row would fail; or a row whose
+ * key the caller was to serialize itself).
+ */
+static void
+concurrent_change(OwnedRel *orel, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent update"),
+			 errdetail("A row of ordering.%s was %s by a concurrent transaction.",
+					   RelationGetRelationName(orel->rel), what)));
+}
+
+/*
  * Create the row of a key that the decision snapshot did not show (file
  * header).  Returns false, having inserted nothing, when the row exists (or
  * existed: we waited for its inserter or deleter): then look again.
@@ -668,11 +684,7 @@ create_row(OwnedRel *orel, const Datum *key, Datum *values, bool *nulls)
 		 * transaction created the row after our snapshot: an INSERT ... ON
 		 * CONFLICT would fail here too.
 		 */
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access due to concurrent update"),
-				 errdetail("A row of ordering.%s was created by a concurrent transaction.",
-						   RelationGetRelationName(orel->rel))));
+		concurrent_change(orel, "created");
 	}
 	return false;
 }
@@ -705,11 +717,7 @@ owned_advance(OwnedRel *orel, const Datum *key, OwnedDecide decide, void *arg,
 			create_row(orel, key, values, nulls))
 			return;
 		if (row->found && IsolationIsSerializable())
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not serialize access due to concurrent update"),
-					 errdetail("A row of ordering.%s was changed by a concurrent transaction.",
-							   RelationGetRelationName(orel->rel))));
+			concurrent_change(orel, "changed");
 		if (row->tuple != NULL)
 			heap_freetuple(row->tuple);
 	}
@@ -724,11 +732,7 @@ void
 owned_update(OwnedRel *orel, const OwnedRow *row, Datum *values, bool *nulls)
 {
 	if (!write_version(orel, row, values, nulls))
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access due to concurrent update"),
-				 errdetail("A row of ordering.%s was changed by a concurrent transaction.",
-						   RelationGetRelationName(orel->rel))));
+		concurrent_change(orel, "changed");
 }
 
 /*
@@ -780,11 +784,7 @@ owned_delete(OwnedRel *orel, ItemPointer tid)
 	result = heap_delete(orel->rel, tid, GetCurrentCommandId(true),
 						 InvalidSnapshot, true, &tmfd, false);
 	if (result != TM_Ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access due to concurrent update"),
-				 errdetail("A row of ordering.%s was changed by a concurrent transaction.",
-						   RelationGetRelationName(orel->rel))));
+		concurrent_change(orel, "changed");
 }
 
 /*
