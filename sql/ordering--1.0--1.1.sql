@@ -1543,6 +1543,9 @@ BEGIN
 END
 $$;
 
+COMMENT ON FUNCTION ordering.grant_producer(regrole) IS
+    'Grants what a producer and its relays need: emit, next/last_sequence, attach/detach, wake_relays, the relay functions (claim_unpublished, wait_for_standbys, mark_published, republish, purge_published), the producer side of reconciliation, and the outbox';
+
 CREATE OR REPLACE FUNCTION ordering.grant_consumer(role regrole) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
