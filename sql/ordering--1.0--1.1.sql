@@ -479,12 +479,15 @@ COMMENT ON FUNCTION ordering.consumer_statistics() IS
 CREATE FUNCTION ordering.stream_statistics(
     OUT stream text,
     OUT sequences_assigned bigint,
-    OUT sequence_conflicts bigint)
+    OUT sequence_conflicts bigint,
+    OUT reconcile_resources_behind bigint,
+    OUT reconcile_events_republished bigint,
+    OUT reconcile_events_purged bigint)
     RETURNS SETOF record
     LANGUAGE c VOLATILE
     AS 'MODULE_PATHNAME', 'ordering_stream_counters';
 COMMENT ON FUNCTION ordering.stream_statistics() IS
-    'Per stream of the current database, from shared memory: sequence numbers assigned by committed transactions, and supplied numbers refused with SQLSTATE 40001 (counted although their transaction rolled back); use the view ordering.stream_stats';
+    'Per stream of the current database, from shared memory: sequence numbers assigned by committed transactions, supplied numbers refused with SQLSTATE 40001 (counted although their transaction rolled back), and what committed ordering.reconcile() calls found and did (resources behind and missing events no longer in the outbox, dry runs included; events republished); use the view ordering.stream_stats';
 
 CREATE FUNCTION ordering.hot_resources(kind text, name text, n integer DEFAULT 10)
     RETURNS TABLE (resource_id text, events bigint, max_error bigint)
@@ -591,15 +594,18 @@ COMMENT ON VIEW ordering.stats IS
     'One row per consumer of the current database: committed-work counters, events parked now, dead letters now, the age of the oldest open gap, and the reorder-distance histogram (bucket i counts distances <= bound i and > bound i-1; the last bound, NULL, is the overflow)';
 
 CREATE OR REPLACE VIEW ordering.stream_stats AS
-SELECT s.stream, s.sequences_assigned, r.stats_reset, s.sequence_conflicts
+SELECT s.stream, s.sequences_assigned, r.stats_reset, s.sequence_conflicts,
+       s.reconcile_resources_behind, s.reconcile_events_republished,
+       s.reconcile_events_purged
   FROM ordering.stream_statistics() s
  CROSS JOIN (SELECT ordering.stats_reset_time() AS stats_reset) r;
 COMMENT ON VIEW ordering.stream_stats IS
-    'One row per stream of the current database: sequence numbers assigned by committed transactions, and supplied numbers refused with SQLSTATE 40001';
+    'One row per stream of the current database: sequence numbers assigned by committed transactions, supplied numbers refused with SQLSTATE 40001, and reconciliation''s resources found behind, events republished and missing events found purged (committed ordering.reconcile() calls; dry runs count what they found, never a republished event)';
 
 -- The Prometheus text of 1.1: the families of 1.0, then the new ones.
 -- oldest_gap_age is 0 when no gap is open; the hot resources are the five
--- busiest of each stream and consumer.
+-- busiest of each stream and consumer; the reconciliation families count
+-- per stream.
 CREATE OR REPLACE FUNCTION ordering.metrics() RETURNS text
     LANGUAGE sql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -613,6 +619,8 @@ WITH s AS MATERIALIZED (
       FROM ordering.stats st
 ), ss AS MATERIALIZED (
     SELECT x.stream, x.sequences_assigned, x.sequence_conflicts,
+           x.reconcile_resources_behind, x.reconcile_events_republished,
+           x.reconcile_events_purged,
            'stream="' || ordering.metric_label_value(x.stream) || '"' AS label
       FROM ordering.stream_stats x
 ), fam(ord, name, kind, help, col) AS (VALUES
@@ -703,6 +711,30 @@ WITH s AS MATERIALIZED (
            'ordering_consumer_hot_resource_events_total{' || h.label || ',resource="'
            || ordering.metric_label_value(h.resource_id) || '"} ' || h.events
       FROM hot h WHERE h.kind = 'consumer'
+    UNION ALL
+    SELECT 19, 0, '', 0, '# HELP ordering_reconcile_resources_behind_total Resources ordering.reconcile() found behind, dry runs included (a resource found again is counted again).'
+    UNION ALL
+    SELECT 19, 1, '', 0, '# TYPE ordering_reconcile_resources_behind_total counter'
+    UNION ALL
+    SELECT 19, 2, ss.stream, 0,
+           'ordering_reconcile_resources_behind_total{' || ss.label || '} ' || ss.reconcile_resources_behind
+      FROM ss
+    UNION ALL
+    SELECT 20, 0, '', 0, '# HELP ordering_reconcile_events_republished_total Events ordering.reconcile() made unpublished again for the relays to send (none in dry runs).'
+    UNION ALL
+    SELECT 20, 1, '', 0, '# TYPE ordering_reconcile_events_republished_total counter'
+    UNION ALL
+    SELECT 20, 2, ss.stream, 0,
+           'ordering_reconcile_events_republished_total{' || ss.label || '} ' || ss.reconcile_events_republished
+      FROM ss
+    UNION ALL
+    SELECT 21, 0, '', 0, '# HELP ordering_reconcile_events_purged_total Missing events ordering.reconcile() found no longer in the outbox, never republished; dry runs included.'
+    UNION ALL
+    SELECT 21, 1, '', 0, '# TYPE ordering_reconcile_events_purged_total counter'
+    UNION ALL
+    SELECT 21, 2, ss.stream, 0,
+           'ordering_reconcile_events_purged_total{' || ss.label || '} ' || ss.reconcile_events_purged
+      FROM ss
 )
 SELECT string_agg(l.line, E'\n' ORDER BY l.ord, l.sub, l.name COLLATE "C", l.i) || E'\n'
   FROM lines l
@@ -976,6 +1008,17 @@ $$;
 COMMENT ON FUNCTION ordering.consumer_state(text, integer, integer[], text) IS
     'Reconciliation, consumer side: per resource in the listed buckets, the position, the lowest and highest parked seq and the seq of a dead letter';
 
+-- What a reconcile() call found and did, counted per stream at commit in
+-- ordering.stream_stats (src/stats.c); nothing without the library
+-- preloaded.
+CREATE FUNCTION ordering.count_reconciled(stream text, behind bigint,
+                                          republished bigint, purged bigint)
+    RETURNS void
+    LANGUAGE c VOLATILE STRICT
+    AS 'MODULE_PATHNAME', 'ordering_count_reconciled';
+COMMENT ON FUNCTION ordering.count_reconciled(text, bigint, bigint, bigint) IS
+    'Counts, at commit, the resources one ordering.reconcile() call found behind in a stream, the events it republished and the missing events it found no longer in the outbox (ordering.stream_stats); nothing without the library preloaded; called by ordering.reconcile()';
+
 -- Producer side, step 2: compare the consumer's state with the stream in
 -- the listed buckets and republish what the consumer has not got: the
 -- outbox rows above its position (and before its lowest parked event), and
@@ -983,6 +1026,9 @@ COMMENT ON FUNCTION ordering.consumer_state(text, integer, integer[], text) IS
 -- less than "grace" ago, are in flight and left alone; rows locked by a
 -- relay too.  Rows no longer in the outbox are counted as purged, never
 -- republished.  Streams other than ordering.outbox are only compared.
+-- The totals of the rows returned go to the statistics of the stream:
+-- resources behind and purged events always, republished events unless it
+-- is a dry run.
 CREATE FUNCTION ordering.reconcile(consumer_state jsonb, buckets integer,
                                    bucket_list integer[],
                                    stream text DEFAULT 'ordering.outbox',
@@ -998,6 +1044,9 @@ CREATE FUNCTION ordering.reconcile(consumer_state jsonb, buckets integer,
 DECLARE
     stray text;
     outbox boolean;
+    n_behind bigint := 0;
+    n_republished bigint := 0;
+    n_purged bigint := 0;
 BEGIN
     IF consumer_state IS NULL OR bucket_list IS NULL OR grace IS NULL OR dry_run IS NULL THEN
         RAISE EXCEPTION 'consumer_state, bucket_list, grace and dry_run must not be null'
@@ -1032,7 +1081,7 @@ BEGIN
     END IF;
     outbox := stream OPERATOR(pg_catalog.=) 'ordering.outbox';
 
-    RETURN QUERY
+    FOR resource_id, "position", last_seq, status, republished, in_flight, purged IN
     WITH c AS (
         SELECT x.resource_id, x.position, x.parked_from,
                x.parked_through, x.blocked_at
@@ -1115,7 +1164,18 @@ BEGIN
       FROM j
       LEFT JOIN counts ON counts.resource_id OPERATOR(pg_catalog.=) j.resource_id
       LEFT JOIN span ON span.resource_id OPERATOR(pg_catalog.=) j.resource_id
-     ORDER BY j.resource_id;
+     ORDER BY j.resource_id
+    LOOP
+        IF status OPERATOR(pg_catalog.=) 'behind' THEN
+            n_behind := n_behind OPERATOR(pg_catalog.+) 1;
+            n_republished := n_republished OPERATOR(pg_catalog.+) COALESCE(republished, 0);
+            n_purged := n_purged OPERATOR(pg_catalog.+) COALESCE(purged, 0);
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+    PERFORM ordering.count_reconciled(stream, n_behind,
+                                      CASE WHEN dry_run THEN 0 ELSE n_republished END,
+                                      n_purged);
 END
 $$;
 COMMENT ON FUNCTION ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean) IS
@@ -1364,6 +1424,7 @@ REVOKE EXECUTE ON FUNCTION ordering.resource_bucket(text, integer),
     ordering.stream_summary(text, integer, text, text[]),
     ordering.consumer_summary(text, integer, text),
     ordering.consumer_state(text, integer, integer[], text),
+    ordering.count_reconciled(text, bigint, bigint, bigint),
     ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean),
     ordering.check(double precision, bigint)
     FROM PUBLIC;
@@ -1531,6 +1592,7 @@ BEGIN
         -- reconciliation, producer side
         'ordering.stream_summary(text, integer, text, text[]), '
         'ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean), '
+        'ordering.count_reconciled(text, bigint, bigint, bigint), '
         'ordering.reconcile_check_arguments(integer, text), '
         'ordering.reconcile_check_stream(text, text[]), '
         'ordering.reconcile_producer_resources(text, text, text[]), '
@@ -1623,6 +1685,7 @@ BEGIN
                 'ordering.resource_key(anyelement), '
                 'ordering.stream_summary(text, integer, text, text[]), '
                 'ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean), '
+                'ordering.count_reconciled(text, bigint, bigint, bigint), '
                 'ordering.reconcile_check_arguments(integer, text), '
                 'ordering.reconcile_check_stream(text, text[]), '
                 'ordering.reconcile_producer_resources(text, text, text[]), '

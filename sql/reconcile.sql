@@ -125,22 +125,65 @@ SELECT pg_catalog.jsonb_agg(s) AS j
   FROM ordering.consumer_state('rc', 16, (SELECT pg_catalog.array_agg(bucket) FROM differing), 'rc-') s;
 CREATE TEMP TABLE before AS
 SELECT id, published_at FROM ordering.outbox WHERE resource_id LIKE 'rc-%';
+-- (what each call finds and does is counted in the statistics of the
+-- stream, at commit: the counts of the calls below are the differences)
+CREATE TEMP VIEW reconciled AS
+SELECT s.reconcile_resources_behind AS behind, s.reconcile_events_republished AS republished,
+       s.reconcile_events_purged AS purged
+  FROM ordering.stream_stats s WHERE s.stream = 'ordering.outbox';
+SELECT * FROM reconciled \gset counted_
 SELECT * FROM ordering.reconcile((SELECT j FROM state), 16,
                                  (SELECT pg_catalog.array_agg(bucket) FROM differing),
                                  resource_prefix => 'rc-', dry_run => true);
 SELECT pg_catalog.count(*) AS changed_by_dry_run
   FROM ordering.outbox o JOIN before b USING (id)
  WHERE o.published_at IS DISTINCT FROM b.published_at;
+-- a dry run counts the resources behind and the purged events it found,
+-- and no event republished
+SELECT r.behind - :counted_behind AS behind, r.republished - :counted_republished AS republished,
+       r.purged - :counted_purged AS purged
+  FROM reconciled r;
+SELECT * FROM reconciled \gset counted_
 
--- for real: rc-1 gets 4 (3 is purged), rc-2 everything, rc-3 2 and 4 (not
--- the parked 3), rc-4 nothing (blocked), rc-5 and rc-6 nothing (in flight)
+-- a reconciliation rolled back counts nothing, nor one in a savepoint
+-- rolled back
+BEGIN;
+SELECT pg_catalog.count(*) FILTER (WHERE status = 'behind') AS behind, pg_catalog.sum(republished) AS republished
+  FROM ordering.reconcile((SELECT j FROM state), 16,
+                          (SELECT pg_catalog.array_agg(bucket) FROM differing),
+                          resource_prefix => 'rc-');
+ROLLBACK;
+BEGIN;
+SAVEPOINT s;
+SELECT pg_catalog.count(*) FILTER (WHERE status = 'behind') AS behind, pg_catalog.sum(republished) AS republished
+  FROM ordering.reconcile((SELECT j FROM state), 16,
+                          (SELECT pg_catalog.array_agg(bucket) FROM differing),
+                          resource_prefix => 'rc-');
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT r.behind - :counted_behind AS behind, r.republished - :counted_republished AS republished,
+       r.purged - :counted_purged AS purged
+  FROM reconciled r;
+
+-- for real (in a savepoint released): rc-1 gets 4 (3 is purged), rc-2
+-- everything, rc-3 2 and 4 (not the parked 3), rc-4 nothing (blocked), rc-5
+-- and rc-6 nothing (in flight)
+BEGIN;
+SAVEPOINT s;
 SELECT * FROM ordering.reconcile((SELECT j FROM state), 16,
                                  (SELECT pg_catalog.array_agg(bucket) FROM differing),
                                  resource_prefix => 'rc-');
+RELEASE SAVEPOINT s;
+COMMIT;
 SELECT o.resource_id, o.seq
   FROM ordering.outbox o JOIN before b USING (id)
  WHERE o.published_at IS NULL AND b.published_at IS NOT NULL
  ORDER BY 1, 2;
+-- counted: the resources behind, the events republished and the purged one
+SELECT r.behind - :counted_behind AS behind, r.republished - :counted_republished AS republished,
+       r.purged - :counted_purged AS purged
+  FROM reconciled r;
+SELECT * FROM reconciled \gset counted_
 
 -- a second look right away republishes nothing again: what was sent waits
 -- for the relay (unpublished), rc-5's event is still within the grace
@@ -149,6 +192,10 @@ SELECT resource_id, status, republished, in_flight, purged
                           (SELECT pg_catalog.array_agg(bucket) FROM differing),
                           resource_prefix => 'rc-')
  WHERE status = 'behind';
+-- the resources found behind again are counted again
+SELECT r.behind - :counted_behind AS behind, r.republished - :counted_republished AS republished,
+       r.purged - :counted_purged AS purged
+  FROM reconciled r;
 -- once the relay has sent them, they are in flight for the grace period...
 UPDATE ordering.outbox SET published_at = pg_catalog.now() WHERE resource_id LIKE 'rc-%' AND published_at IS NULL;
 SELECT resource_id, republished, in_flight
@@ -204,6 +251,17 @@ INSERT INTO ordering.positions (consumer, resource_id, position) VALUES ('own', 
 SELECT * FROM ordering.reconcile(
     (SELECT pg_catalog.jsonb_agg(s) FROM ordering.consumer_state('own', 2, '{0,1}') s),
     2, '{0,1}', stream => 'rc-stream');
+-- counted under that stream: behind, never republished
+SELECT stream, reconcile_resources_behind, reconcile_events_republished, reconcile_events_purged
+  FROM ordering.stream_stats WHERE stream = 'rc-stream';
+-- and in the Prometheus text
+SELECT m.l AS metrics_line
+  FROM pg_catalog.regexp_split_to_table(ordering.metrics(), E'\n') WITH ORDINALITY AS m(l, i)
+ WHERE m.l LIKE '# % ordering\_reconcile\_%'
+    OR (m.l LIKE 'ordering\_reconcile\_%' AND m.l LIKE '%{stream="rc-stream"}%')
+ ORDER BY m.i;
+-- negative counts are refused
+SELECT ordering.count_reconciled('rc-stream', -1, 0, 0);
 
 -------------------------------------------------------------------------------
 -- Bad arguments
@@ -276,6 +334,7 @@ SELECT * FROM ordering.stream_summary();
 SELECT * FROM ordering.consumer_summary('rc');
 SELECT * FROM ordering.consumer_state('rc', 4, '{0}');
 SELECT * FROM ordering.reconcile('[]', 4, '{0}');
+SELECT ordering.count_reconciled('ordering.outbox', 1, 0, 0);
 SELECT * FROM ordering.check();
 RESET ROLE;
 REVOKE USAGE ON SCHEMA ordering FROM regress_rc_nobody;
@@ -293,7 +352,8 @@ GRANT EXECUTE ON FUNCTION ordering.resource_bucket(text, integer),
 GRANT EXECUTE ON FUNCTION ordering.reconcile_check_stream(text, text[]),
     ordering.reconcile_producer_resources(text, text, text[]),
     ordering.stream_summary(text, integer, text, text[]),
-    ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean)
+    ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean),
+    ordering.count_reconciled(text, bigint, bigint, bigint)
     TO regress_rc_producer;
 GRANT SELECT ON ordering.sequences TO regress_rc_producer;
 GRANT SELECT, UPDATE ON ordering.outbox TO regress_rc_producer;

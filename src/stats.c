@@ -45,6 +45,11 @@
  * stream's shared entry at once, since the transaction that refuses the
  * number rolls back.
  *
+ * Reconciliation (1.1): ordering.reconcile() reports what it found and did
+ * through ordering.count_reconciled(), counted per stream at commit like
+ * the sequence numbers assigned (a stream's pending counters keep them in
+ * the slots STREAM_*).
+ *
  * Locking protocol:
  *	- StatsShared->lock (an LWLock of tranche "ordering_stats") protects the
  *	  structure of both hash tables and stats_reset: looking up an entry or
@@ -93,6 +98,7 @@ PG_FUNCTION_INFO_V1(ordering_stream_counters);
 PG_FUNCTION_INFO_V1(ordering_hot_resources);
 PG_FUNCTION_INFO_V1(ordering_stats_reset);
 PG_FUNCTION_INFO_V1(ordering_stats_reset_time);
+PG_FUNCTION_INFO_V1(ordering_count_reconciled);
 
 #define STATS_TRANCHE "ordering_stats"
 
@@ -103,13 +109,21 @@ typedef struct StatsKey
 	char		name[ORDERING_STATS_NAME_LEN];
 } StatsKey;
 
-/* What is counted per consumer (and, in events[0], per stream) */
+/* What is counted per consumer (and, in the slots below, per stream) */
 typedef struct Counters
 {
 	int64		events[ORDERING_NUM_EVENTS];
 	int64		buckets[ORDERING_NUM_BUCKETS];	/* not cumulative */
 	int64		distance_sum;
 } Counters;
+
+/* The slots of events[] that a stream's pending counters use */
+#define STREAM_ASSIGNED				0	/* sequence numbers assigned */
+#define STREAM_RECONCILE_BEHIND		1	/* resources reconcile() found behind */
+#define STREAM_RECONCILE_REPUBLISHED 2	/* events it republished */
+#define STREAM_RECONCILE_PURGED		3	/* missing events it found purged */
+StaticAssertDecl(STREAM_RECONCILE_PURGED < ORDERING_NUM_EVENTS,
+				 "too few counter slots for streams");
 
 typedef struct ConsumerEntry
 {
@@ -126,6 +140,9 @@ typedef struct StreamEntry
 	int			sketch;			/* as in ConsumerEntry */
 	int64		assigned;
 	int64		conflicts;		/* supplied numbers refused (40001) */
+	int64		reconcile_behind;	/* the STREAM_RECONCILE_* counts */
+	int64		reconcile_republished;
+	int64		reconcile_purged;
 } StreamEntry;
 
 /*
@@ -471,7 +488,45 @@ ordering_stats_sequence_assigned(const char *stream)
 {
 	if (stats_shared == NULL || !IsTransactionState())
 		return;
-	pending_counters(PENDING_STREAM, stream)->events[0]++;
+	pending_counters(PENDING_STREAM, stream)->events[STREAM_ASSIGNED]++;
+}
+
+/*
+ * ordering.count_reconciled(stream text, behind bigint, republished bigint,
+ * purged bigint) returns void
+ *
+ * What one ordering.reconcile() call found and did in a stream: resources
+ * behind, events republished, missing events no longer in the outbox.
+ * Counted at commit, like the hooks above, so a rolled-back reconciliation
+ * (or savepoint) counts nothing.  Without shared_preload_libraries it counts
+ * nothing and raises nothing, so that reconcile() works there too; negative
+ * counts are refused either way.
+ */
+Datum
+ordering_count_reconciled(PG_FUNCTION_ARGS)
+{
+	int64		behind = PG_GETARG_INT64(1);
+	int64		republished = PG_GETARG_INT64(2);
+	int64		purged = PG_GETARG_INT64(3);
+	char	   *stream;
+	Counters   *c;
+
+	if (behind < 0 || republished < 0 || purged < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("reconciliation counts must not be negative, got behind %lld, republished %lld, purged %lld",
+						(long long) behind, (long long) republished,
+						(long long) purged)));
+	if (stats_shared == NULL || !IsTransactionState() ||
+		(behind == 0 && republished == 0 && purged == 0))
+		PG_RETURN_VOID();
+
+	stream = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	c = pending_counters(PENDING_STREAM, stream);
+	c->events[STREAM_RECONCILE_BEHIND] += behind;
+	c->events[STREAM_RECONCILE_REPUBLISHED] += republished;
+	c->events[STREAM_RECONCILE_PURGED] += purged;
+	PG_RETURN_VOID();
 }
 
 /*
@@ -872,7 +927,11 @@ pending_publish(void)
 			StreamEntry *se = (StreamEntry *) entry;
 
 			SpinLockAcquire(&se->mutex);
-			se->assigned += e->total.events[0];
+			se->assigned += e->total.events[STREAM_ASSIGNED];
+			se->reconcile_behind += e->total.events[STREAM_RECONCILE_BEHIND];
+			se->reconcile_republished +=
+				e->total.events[STREAM_RECONCILE_REPUBLISHED];
+			se->reconcile_purged += e->total.events[STREAM_RECONCILE_PURGED];
 			SpinLockRelease(&se->mutex);
 		}
 
@@ -1166,9 +1225,18 @@ ordering_consumer_counters(PG_FUNCTION_ARGS)
 }
 
 /*
- * ordering.stream_statistics() and ordering.stream_counters(): sequence
- * numbers assigned (and, from 1.1, supplied numbers refused) per stream of
- * the current database.  Fills as many columns as the caller's row type has.
+ * Columns of ordering.stream_statistics(): the name, sequence numbers
+ * assigned, then those added in 1.1: supplied numbers refused, and what
+ * reconciliation found and did.  ordering.stream_counters() (1.0) is the
+ * same function with the first STREAM_COLUMNS_1_0 of them.
+ */
+#define STREAM_COLUMNS_1_0		2
+#define STREAM_COLUMNS			6
+
+/*
+ * ordering.stream_statistics() and ordering.stream_counters(): the counters
+ * of the streams of the current database, one row each.  Fills as many
+ * columns as the caller's row type has, in the order above.
  */
 Datum
 ordering_stream_counters(PG_FUNCTION_ARGS)
@@ -1176,32 +1244,36 @@ ordering_stream_counters(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	HASH_SEQ_STATUS hs;
 	StreamEntry *entry;
+	int			natts;
 
 	check_preloaded();
 	InitMaterializedSRF(fcinfo, 0);
-	if (rsinfo->setDesc->natts < 2 || rsinfo->setDesc->natts > 3)
+	natts = rsinfo->setDesc->natts;
+	if (natts < STREAM_COLUMNS_1_0 || natts > STREAM_COLUMNS)
 		elog(ERROR, "unexpected row type of %d columns for stream statistics",
-			 rsinfo->setDesc->natts);
+			 natts);
 
 	LWLockAcquire(stats_shared->lock, LW_SHARED);
 	hash_seq_init(&hs, stream_hash);
 	while ((entry = hash_seq_search(&hs)) != NULL)
 	{
-		Datum		values[3];
-		bool		nulls[3] = {0};
-		int64		assigned;
-		int64		conflicts;
+		Datum		values[STREAM_COLUMNS];
+		bool		nulls[STREAM_COLUMNS] = {0};
+		int64		counts[STREAM_COLUMNS - 1];
 
 		if (entry->key.dbid != MyDatabaseId)
 			continue;
 		SpinLockAcquire(&entry->mutex);
-		assigned = entry->assigned;
-		conflicts = entry->conflicts;
+		counts[0] = entry->assigned;
+		counts[1] = entry->conflicts;
+		counts[2] = entry->reconcile_behind;
+		counts[3] = entry->reconcile_republished;
+		counts[4] = entry->reconcile_purged;
 		SpinLockRelease(&entry->mutex);
 
 		values[0] = CStringGetTextDatum(entry->key.name);
-		values[1] = Int64GetDatum(assigned);
-		values[2] = Int64GetDatum(conflicts);
+		for (int i = 1; i < STREAM_COLUMNS; i++)
+			values[i] = Int64GetDatum(counts[i - 1]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	LWLockRelease(stats_shared->lock);

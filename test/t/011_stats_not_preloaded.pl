@@ -1,7 +1,8 @@
 # Without shared_preload_libraries the statistics objects raise 55000 with a
-# hint, and everything else (producing, sweeping, ordering.check()) keeps
-# working with the statistics hooks as no-ops.  With it, the shared memory
-# the statistics reserve at the default settings stays within 1 MiB.
+# hint, and everything else (producing, sweeping, reconciling,
+# ordering.check()) keeps working with the statistics hooks as no-ops.
+# With it, the shared memory the statistics reserve at the default settings
+# stays within 1 MiB.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -43,6 +44,14 @@ is( $node->safe_psql('postgres',
 	'c|1|2', 'sweeping works (its count is a no-op)');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM ordering.check()'), '0',
 	'ordering.check() works, leaving out the statistics gauges');
+is( $node->safe_psql('postgres', q{
+	UPDATE ordering.outbox SET published_at = now() - interval '1 hour';
+	SELECT resource_id || ' ' || status || ' ' || republished
+	  FROM ordering.reconcile('[]', 1, '{0}')}),
+	'r behind 2', 'reconciliation works (its count is a no-op)');
+is( $node->safe_psql('postgres',
+		q{SELECT ordering.count_reconciled('ordering.outbox', 1, 2, 0)}),
+	'', 'counting a reconciliation does nothing and raises nothing');
 is( $node->safe_psql('postgres',
 		q{SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'ordering%'}),
 	'0', 'no workers without preloading');

@@ -34,6 +34,12 @@ $node->safe_psql('postgres', qq{
 	\$\$;
 	SELECT ordering.emit('p1', 'e', '{}'), ordering.emit('p1', 'e', '{}');
 });
+# A reconciliation against a consumer that has seen nothing: p1 is behind,
+# both its events are republished.
+$node->safe_psql('postgres', q{
+	UPDATE ordering.outbox SET published_at = now() - interval '1 hour';
+	SELECT count(*) FROM ordering.reconcile('[]', 1, '{0}');
+});
 
 my $text = $node->safe_psql('postgres', 'SELECT ordering.metrics()');
 ok($text =~ /\n\z/ || $text eq '', 'the text ends with a newline');
@@ -108,7 +114,10 @@ my %expect_type = (
 	ordering_sequence_conflicts_total => 'counter',
 	ordering_outbox_oldest_unpublished_age_seconds => 'gauge',
 	ordering_stream_hot_resource_events_total => 'counter',
-	ordering_consumer_hot_resource_events_total => 'counter');
+	ordering_consumer_hot_resource_events_total => 'counter',
+	ordering_reconcile_resources_behind_total => 'counter',
+	ordering_reconcile_events_republished_total => 'counter',
+	ordering_reconcile_events_purged_total => 'counter');
 is_deeply(\%type, \%expect_type, 'the metric families and their types');
 
 # Every counter and gauge against the view, consumer names unescaped.
@@ -185,6 +194,19 @@ is_deeply([ map { "$_->{labels}{stream}=$_->{value}" } @{ $samples{ordering_sequ
 	['ordering.outbox=2'], 'sequences assigned per stream');
 is_deeply([ map { "$_->{labels}{stream}=$_->{value}" } @{ $samples{ordering_sequence_conflicts_total} } ],
 	['ordering.outbox=0'], 'sequence conflicts per stream');
+# The reconciliation counters per stream, against the view.
+foreach my $c ([ 'resources_behind', 'reconcile_resources_behind', 1 ],
+	[ 'events_republished', 'reconcile_events_republished', 2 ],
+	[ 'events_purged', 'reconcile_events_purged', 0 ])
+{
+	my ($family, $column, $n) = @$c;
+	my $want = $node->safe_psql('postgres',
+		"SELECT string_agg(stream || '=' || $column, ',' ORDER BY stream) FROM ordering.stream_stats");
+	is(join(',', map { "$_->{labels}{stream}=$_->{value}" }
+			@{ $samples{"ordering_reconcile_${family}_total"} }),
+		$want, "reconciliation: $family per stream, as in the view");
+	is($want, "ordering.outbox=$n", "reconciliation: $n $family");
+}
 is_deeply([ map { "$_->{labels}{stream}/$_->{labels}{resource}=$_->{value}" }
 	  @{ $samples{ordering_stream_hot_resource_events_total} } ],
 	['ordering.outbox/p1=2'], 'the hot resource of the stream, with its labels');

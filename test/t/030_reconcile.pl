@@ -105,6 +105,8 @@ sub behind
 	my $pos = positions($consumer);
 	return [ sort grep { ($pos->{$_} // 0) < $last->{$_} } keys %$last ];
 }
+# the totals of every run's report (republished events: not in dry runs)
+my %reported = (behind => 0, republished => 0, purged => 0);
 sub run_tool
 {
 	my ($consumer, @opt) = @_;
@@ -113,7 +115,12 @@ sub run_tool
 		'--consumer', $node->connstr('consumerdb'), '--consumer-name', $consumer,
 		'--grace', '0', '--json', @opt ], '>', \$out, '2>', \$err);
 	ok($ok, "ordering-reconcile $consumer @opt runs") or diag($err);
-	return decode_json($out);
+	my $o = decode_json($out);
+	# what the producer's statistics should have counted
+	$reported{behind} += $o->{behind};
+	$reported{republished} += $o->{republished} unless $o->{dry_run};
+	$reported{purged} += $o->{purged};
+	return $o;
 }
 
 my $relayed = relay_all();
@@ -185,6 +192,14 @@ foreach my $c ([ 'ledger', '' ], [ 'state', '' ], [ 'billing', 'acct-' ])
 is($node->safe_psql('consumerdb',
 	q{SELECT count(*) FROM ordering.positions WHERE consumer = 'billing' AND resource_id NOT LIKE 'acct-%'}),
 	'0', 'billing: no position outside its filter');
+# The producer's statistics counted what the runs reported.
+is( $node->safe_psql('producerdb', q{
+		SELECT reconcile_resources_behind || ' behind, ' || reconcile_events_republished
+		       || ' republished, ' || reconcile_events_purged || ' purged'
+		  FROM ordering.stream_stats WHERE stream = 'ordering.outbox'}),
+	"$reported{behind} behind, $reported{republished} republished, $reported{purged} purged",
+	'the stream statistics count the resources behind and the events republished the runs reported');
+cmp_ok($reported{republished}, '>', 0, 'events were republished');
 OrderingWorkload::check_invariants($w, 'reconciled');
 OrderingWorkload::check_complete($w, 'reconciled');
 is($node->safe_psql($_, q{SELECT string_agg(kind || ': ' || detail, E'\n') FROM ordering.check()}),
