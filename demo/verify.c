@@ -269,8 +269,8 @@ reconcile_report(void)
 		printf("    round %d%s%s: %ld buckets compared, %ld differed", i + 1,
 			   r->when ? ", " : "", r->when ? r->when : "", r->buckets, r->differing);
 		if (r->drilled > 0)
-			printf("; %ld resources looked at one by one, %ld behind: %ld events republished",
-				   r->drilled, r->behind, r->republished);
+			printf("; %ld resources looked at one by one, %ld behind: %ld event%s republished",
+				   r->drilled, r->behind, r->republished, r->republished == 1 ? "" : "s");
 		if (r->blocked > 0)
 			printf(" (%ld blocked by a dead letter)", r->blocked);
 		printf("\n");
