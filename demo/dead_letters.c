@@ -22,7 +22,10 @@
  * seat change was applied once and in order.
  *
  * Threads: poison_pick() runs in the producer threads (an atomic counter);
- * everything else runs in the main thread once the other threads are done.
+ * everything else runs in the main thread once the producers are done and
+ * the pipeline has drained.  The relays and consumers still run (the
+ * reconciliation after the retry needs them); a retry and a delivery for
+ * the same resource wait for each other.
  *
  *-------------------------------------------------------------------------
  */
@@ -100,9 +103,10 @@ poison_pick(int n)
  * The operator at the end of the run: note the dead letters and how far
  * every subscription's ledger got (demo_dead_letters, demo_ledger_before,
  * for the verification), fix the handler, retry every dead letter.  The
- * notes are made in every mode, so the checks can tell.
+ * notes are made in every mode, so the checks can tell.  Returns how many
+ * dead letters there were.
  */
-void
+long
 dead_letters_fix_and_retry(PGconn *cc)
 {
 	PGresult   *r;
@@ -132,7 +136,7 @@ dead_letters_fix_and_retry(PGconn *cc)
 	PQclear(r);
 	op.done = true;
 	if (op.dead == 0)
-		return;
+		return 0;
 
 	/* the fix, then every dead letter is retried through it */
 	install_handler(cc, true);
@@ -145,6 +149,7 @@ dead_letters_fix_and_retry(PGconn *cc)
 					 query_long(cc, "SELECT count(*) FROM ordering.parked "
 								"WHERE consumer IN ('billing', 'ledger')"),
 					 __ATOMIC_RELAXED);
+	return op.dead;
 }
 
 /*

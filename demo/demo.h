@@ -199,15 +199,16 @@ extern void *gap_main(void *arg);
 /* dead_letters.c */
 extern void dead_letters_setup(PGconn *cc);
 extern bool poison_pick(int n);
-extern void dead_letters_fix_and_retry(PGconn *cc);
+extern long dead_letters_fix_and_retry(PGconn *cc);
 extern bool dead_letters_verify(PGconn *cc,
 								bool (*check) (PGconn *, const char *, const char *));
 extern void dead_letters_report(void);
 
 /* verify.c */
-extern bool settle(PGconn *pc, PGconn *cc);
+extern bool settle(PGconn *pc, PGconn *cc, const char *when);
 extern void load_truth(PGconn *pc, PGconn *cc);
 extern bool verify(PGconn *cc);
+extern void reconcile_report(void);
 
 /* report.c */
 extern void *sampler_main(void *arg);

@@ -239,8 +239,7 @@ report(Stats billing, Stats ledger, double t_produce, double t_total)
 	printf("\nGaps\n");
 	printf("  gap requests received on ordering_gap %ld, events republished %ld\n",
 		   GET(gap_notifies), GET(republished));
-	printf("  lost last events found by the end-of-run reconciliation: %ld republished\n",
-		   GET(tail_republished));
+	reconcile_report();
 	if (pause_started > 0)
 		printf("  gap loop paused from %.1f s to %.1f s (the climb in the chart)\n",
 			   pause_started, pause_ended > pause_started ? pause_ended : t_total);

@@ -6,7 +6,8 @@
 # stops its own server and broker); fails if a verification fails.  A third
 # run uses consumers without the extension and must fail the same checks,
 # so they are shown not to be vacuous; the runs with it must have set poison
-# events aside as dead letters.
+# events aside as dead letters and reconciled their consumers with the
+# producer at the end.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,11 +17,11 @@ out=$(mktemp -d /tmp/ordering-demo-out.XXXXXX)
 small=(--subscriptions 300 --events 4000 --rate 1000 --quiet --out "$out")
 echo "demo: in-process transport"
 bash "$here/demo/run.sh" "${small[@]}" >"$out/inprocess.log" 2>&1 || rc=1
-grep -E "PASS|FAIL|RESULT|ended wrong" "$out/inprocess.log" || true
+grep -E "PASS|FAIL|RESULT|ended wrong|    round [0-9]" "$out/inprocess.log" || true
 echo "demo: RabbitMQ, billing through the newer_only trigger"
 bash "$here/demo/run.sh" --broker "${small[@]}" --state-consumer newer_only \
 	>"$out/broker.log" 2>&1 || rc=1
-grep -E "PASS|FAIL|RESULT|ended wrong" "$out/broker.log" || true
+grep -E "PASS|FAIL|RESULT|ended wrong|    round [0-9]" "$out/broker.log" || true
 echo "demo: without the extension (the verification must fail)"
 if bash "$here/demo/run.sh" "${small[@]}" --without-extension --loss 0.05 \
 	--duplicate 0.1 --rate 0 >"$out/without.log" 2>&1; then
@@ -35,6 +36,10 @@ fi
 for log in inprocess broker; do
 	if ! grep -Eq "^  injected [1-9][0-9]*; [1-9][0-9]* dead letters" "$out/$log.log"; then
 		echo "the $log run set no poison event aside" >&2
+		rc=1
+	fi
+	if ! grep -Eq "^    round 1: [1-9][0-9]* buckets compared" "$out/$log.log"; then
+		echo "the $log run did not reconcile its consumers with the producer" >&2
 		rc=1
 	fi
 done
