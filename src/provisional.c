@@ -19,8 +19,9 @@
  * the row whose BEFORE trigger ran last at that level (it returns false, so
  * the trigger itself never fires and no event is queued).  The clause takes
  * no arguments because it is prepared once per statement: the less it has
- * to parse, the less a single-row INSERT pays.  What remains recorded at a level once that level's rows are
- * decided is a number whose row was not stored, and is given back:
+ * to parse, the less a single-row INSERT pays.  What remains recorded at a
+ * level once that level's rows are decided is a number whose row was not
+ * stored, and is given back:
  *
  *	- when the trigger fires again at the same level: the rows before it in
  *	  that statement are decided by then (ON CONFLICT and BEFORE triggers
