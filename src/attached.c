@@ -162,10 +162,11 @@ registered_stream(Relation rel, bool *wake_relays)
  * option (wakeup.c).
  */
 bool
-attached_check(Relation rel, Trigger *trigger, const char *stream)
+attached_check(Relation rel, Trigger *trigger, text *stream_text)
 {
 	Oid			relid = RelationGetRelid(rel);
 	AttachedEntry *entry;
+	char	   *stream;
 	char	   *registered;
 	bool		wake_relays = false;
 
@@ -186,6 +187,7 @@ attached_check(Relation rel, Trigger *trigger, const char *stream)
 	/* a 1.0 database has neither the companions nor the registry */
 	owned_check_version();
 	check_companions(rel, trigger);
+	stream = text_to_cstring(stream_text);
 	registered = registered_stream(rel, &wake_relays);
 	if (registered == NULL || strcmp(registered, stream) != 0)
 		ereport(ERROR,
@@ -198,5 +200,6 @@ attached_check(Relation rel, Trigger *trigger, const char *stream)
 	entry = hash_search(attached_cache, &relid, HASH_ENTER, NULL);
 	entry->wake_relays = wake_relays;
 	pfree(registered);
+	pfree(stream);
 	return wake_relays;
 }

@@ -10,6 +10,6 @@
 
 #include "commands/trigger.h"
 
-extern bool attached_check(Relation rel, Trigger *trigger, const char *stream);
+extern bool attached_check(Relation rel, Trigger *trigger, text *stream);
 
 #endif							/* ORDERING_ATTACHED_H */

@@ -222,8 +222,7 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	ordering_trigger_check(fcinfo, &sequence_trigger_protocol);
 	tuple = trigdata->tg_trigtuple;
 	read_row(trigdata, &sequence_trigger_protocol, tuple, &row);
-	if (attached_check(trigdata->tg_relation, trigdata->tg_trigger,
-					   text_to_cstring(row.stream)))
+	if (attached_check(trigdata->tg_relation, trigdata->tg_trigger, row.stream))
 		ordering_wakeup_arm(row.stream);
 
 	if (ordering_restoring)
