@@ -126,7 +126,7 @@ sweep=""
 for run in $runs; do
 	psql_db postgres -c "CREATE DATABASE p_$run" -c "CREATE DATABASE c_$run"
 	psql_db "p_$run" -c "CREATE EXTENSION ordering"
-	psql_db "c_$run" -c "CREATE EXTENSION ordering" -f "$here/examples/consumer.sql" \
+	psql_db "c_$run" -c "CREATE EXTENSION ordering" -f "$SANDBOX/src/examples/consumer.sql" \
 		-c "CREATE TABLE example_truth (resource_id text, seq bigint, payload jsonb,
 		                                PRIMARY KEY (resource_id, seq))"
 	sweep="$sweep${sweep:+, }c_$run"
