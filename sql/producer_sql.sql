@@ -99,6 +99,36 @@ INSERT INTO ev (event_key, resource_id, body) VALUES ('k12', 'r', 'eighth') RETU
 SELECT array_agg(seq ORDER BY seq) = array_agg(g ORDER BY g) AS gapless
   FROM (SELECT seq, row_number() OVER (ORDER BY seq) AS g FROM ev WHERE resource_id = 'r') s;
 
+-- ON CONFLICT in a data-modifying WITH query that its statement does not
+-- read: PostgreSQL inserts those rows when the statement finishes.  Here
+-- that statement runs inside a function called by one without ON CONFLICT;
+-- the skipped row's number is given back all the same.
+CREATE FUNCTION insert_in_with(k text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('WITH ins AS (INSERT INTO ev (event_key, resource_id) VALUES (%L, %L)
+                    ON CONFLICT (event_key) DO NOTHING RETURNING seq) SELECT 1', k, 'r');
+END
+$$;
+SELECT insert_in_with('k1');
+SELECT insert_in_with('k13');
+SELECT event_key, seq FROM ev WHERE seq > 8 ORDER BY seq;
+SELECT ordering.last_sequence('public.ev', 'r');
+
+-- Only a statement that may skip rows asks the companion trigger which
+-- were stored: a plain INSERT settles its numbers at once.
+SET track_functions = 'all';
+BEGIN;
+INSERT INTO ev (event_key, resource_id) VALUES ('k14', 'r');
+SELECT coalesce(pg_stat_get_xact_function_calls('ordering.sequence_stored'::regproc), 0)
+    AS companion_calls;
+INSERT INTO ev (event_key, resource_id) VALUES ('k15', 'r'), ('k1', 'r')
+    ON CONFLICT (event_key) DO NOTHING;
+SELECT coalesce(pg_stat_get_xact_function_calls('ordering.sequence_stored'::regproc), 0)
+    AS companion_calls;
+COMMIT;
+RESET track_functions;
+SELECT event_key, seq FROM ev WHERE seq > 9 ORDER BY seq;
+
 -------------------------------------------------------------------------------
 -- COPY: a supplied number is asserted, as in INSERT
 -------------------------------------------------------------------------------

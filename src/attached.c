@@ -25,9 +25,15 @@
  * The verdict is cached per relation and forgotten when the relation's
  * relcache entry is invalidated, which attaching, detaching, creating or
  * dropping a trigger, attaching or detaching a partition, and turning the
- * relay wake-up on or off (wakeup.c) all do.  With the verdict goes the
- * table's wake-up option, read from the same registry row, so that the
- * trigger learns it with one boolean test per row.
+ * relay wake-up on or off (wakeup.c) all do.  With the verdict go the
+ * table's wake-up option, read from the same registry row, and whether a
+ * BEFORE INSERT row trigger fires after ours (and so may suppress a row we
+ * numbered: provisional.c), so that the trigger learns both with one test
+ * per row.
+ *
+ * The companion's only work is provisional.c's: for a statement in which
+ * nothing can skip a numbered row, it has none, and attached_skip_companions()
+ * turns it off in that statement's own copy of the table's triggers.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,12 +41,14 @@
 
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/syscache.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -56,10 +64,16 @@
 typedef struct AttachedEntry
 {
 	Oid			relid;			/* hash key */
-	bool		wake_relays;	/* its registry row's wake-up option */
+	Oid			tgoid;			/* the sequencing trigger checked */
+	AttachedTable table;
 } AttachedEntry;
 
 static HTAB *attached_cache = NULL;
+
+/* The OIDs of our trigger functions, InvalidOid while not looked up */
+static Oid	sequence_trigger_fn = InvalidOid;
+static Oid	sequence_stored_fn = InvalidOid;
+static bool trigger_fns_known = false;
 
 /*
  * Forget the verdict on a relation whose relcache entry is invalidated (or
@@ -84,6 +98,16 @@ attached_relcache_callback(Datum arg, Oid relid)
 }
 
 /*
+ * Forget the OIDs of our trigger functions: pg_proc changed (the extension
+ * may have been dropped or created again).
+ */
+static void
+trigger_fns_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	trigger_fns_known = false;
+}
+
+/*
  * The OID of a function of ours taking no arguments, or InvalidOid.
  */
 static Oid
@@ -96,16 +120,71 @@ our_function(const char *name)
 }
 
 /*
+ * Look up the OIDs of the sequencing trigger's function and its companion's
+ * (InvalidOid where the extension is not installed).
+ */
+static void
+lookup_trigger_fns(void)
+{
+	static bool callback_registered = false;
+
+	if (trigger_fns_known)
+		return;
+	if (!callback_registered)
+	{
+		CacheRegisterSyscacheCallback(PROCOID, trigger_fns_callback, (Datum) 0);
+		callback_registered = true;
+	}
+	sequence_trigger_fn = our_function("sequence_trigger");
+	sequence_stored_fn = our_function("sequence_stored_trigger");
+	trigger_fns_known = true;
+}
+
+/*
+ * Does a BEFORE INSERT row trigger that is not disabled fire after the
+ * trigger at "index"?  Row triggers fire in the order of the array (by
+ * name).  Only such a trigger can suppress a row after ours numbered it.
+ */
+static bool
+later_before_insert_trigger(TriggerDesc *trigdesc, int index)
+{
+	for (int i = index + 1; i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &trigdesc->triggers[i];
+
+		if (TRIGGER_TYPE_MATCHES(t->tgtype, TRIGGER_TYPE_ROW,
+								 TRIGGER_TYPE_BEFORE, TRIGGER_TYPE_INSERT) &&
+			t->tgenabled != TRIGGER_DISABLED)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The index of a trigger in a trigger descriptor, by its OID, or -1.
+ */
+static int
+trigger_index(TriggerDesc *trigdesc, Oid tgoid)
+{
+	for (int i = 0; i < trigdesc->numtriggers; i++)
+		if (trigdesc->triggers[i].tgoid == tgoid)
+			return i;
+	return -1;
+}
+
+/*
  * Are the companions of the sequencing trigger there, and enabled like it?
  */
 static void
 check_companions(Relation rel, Trigger *trigger)
 {
-	Oid			stored = our_function("sequence_stored_trigger");
+	Oid			stored;
 	Oid			guard = our_function("sequence_guard");
 	bool		has_stored = false;
 	bool		has_guard = false;
 
+	lookup_trigger_fns();
+	stored = sequence_stored_fn;
 	for (int i = 0; i < rel->trigdesc->numtriggers; i++)
 	{
 		Trigger    *t = &rel->trigdesc->triggers[i];
@@ -158,11 +237,13 @@ registered_stream(Relation rel, bool *wake_relays)
 
 /*
  * Refuse to sequence rows of "rel" with this trigger and stream unless the
- * relation is attached (file header).  Returns the relation's wake-up
- * option (wakeup.c).
+ * relation is attached (file header).  Tells the caller the relation's
+ * wake-up option (wakeup.c) and whether a later BEFORE trigger may suppress
+ * its rows.
  */
-bool
-attached_check(Relation rel, Trigger *trigger, text *stream_text)
+void
+attached_check(Relation rel, Trigger *trigger, text *stream_text,
+			   AttachedTable *table)
 {
 	Oid			relid = RelationGetRelid(rel);
 	AttachedEntry *entry;
@@ -181,8 +262,11 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text)
 		CacheRegisterRelcacheCallback(attached_relcache_callback, (Datum) 0);
 	}
 	entry = hash_search(attached_cache, &relid, HASH_FIND, NULL);
-	if (entry != NULL)
-		return entry->wake_relays;
+	if (entry != NULL && entry->tgoid == trigger->tgoid)
+	{
+		*table = entry->table;
+		return;
+	}
 
 	/* a 1.0 database has neither the companions nor the registry */
 	owned_check_version();
@@ -198,8 +282,54 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text)
 				 errhint("Call ordering.attach() on the table.")));
 
 	entry = hash_search(attached_cache, &relid, HASH_ENTER, NULL);
-	entry->wake_relays = wake_relays;
+	entry->tgoid = trigger->tgoid;
+	entry->table.wake_relays = wake_relays;
+	entry->table.later_trigger =
+		later_before_insert_trigger(rel->trigdesc,
+									trigger_index(rel->trigdesc, trigger->tgoid));
+	*table = entry->table;
 	pfree(registered);
 	pfree(stream);
-	return wake_relays;
+}
+
+/*
+ * A statement that cannot skip a row by ON CONFLICT is about to run
+ * (provisional.c): in its own copies of its result relations' triggers
+ * (InitResultRelInfo() copies them for each statement), turn off the
+ * companion of every sequencing trigger that no BEFORE INSERT trigger
+ * follows.  The sequencing trigger then records no provisional number for
+ * those rows (attached_check() computes the same answer from the same
+ * triggers, which cannot change while the statement holds its lock), so the
+ * companion would have nothing to do: its WHEN clause returns false in any
+ * case, so no event is lost, and the statement saves the cost of preparing
+ * that clause.  Nothing else reads the copy; the relation's own triggers
+ * are untouched.  Result relations that partition routing opens later
+ * keep their companion, which then finds nothing to settle.
+ */
+void
+attached_skip_companions(EState *estate)
+{
+	ListCell   *lc;
+
+	foreach(lc, estate->es_opened_result_relations)
+	{
+		ResultRelInfo *rri = lfirst(lc);
+		TriggerDesc *trigdesc = rri->ri_TrigDesc;
+		int			seq = -1;
+
+		if (trigdesc == NULL || !trigdesc->trig_insert_after_row ||
+			!trigdesc->trig_insert_before_row)
+			continue;
+		lookup_trigger_fns();
+		if (!OidIsValid(sequence_trigger_fn))
+			return;
+		for (int i = 0; i < trigdesc->numtriggers && seq < 0; i++)
+			if (trigdesc->triggers[i].tgfoid == sequence_trigger_fn)
+				seq = i;
+		if (seq < 0 || later_before_insert_trigger(trigdesc, seq))
+			continue;
+		for (int i = 0; i < trigdesc->numtriggers; i++)
+			if (trigdesc->triggers[i].tgfoid == sequence_stored_fn)
+				trigdesc->triggers[i].tgenabled = TRIGGER_DISABLED;
+	}
 }

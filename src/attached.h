@@ -9,7 +9,17 @@
 #define ORDERING_ATTACHED_H
 
 #include "commands/trigger.h"
+#include "nodes/execnodes.h"
 
-extern bool attached_check(Relation rel, Trigger *trigger, text *stream);
+/* What the sequencing trigger learns about its table */
+typedef struct AttachedTable
+{
+	bool		wake_relays;	/* the relay wake-up is on (wakeup.c) */
+	bool		later_trigger;	/* a BEFORE INSERT trigger fires after ours */
+} AttachedTable;
+
+extern void attached_check(Relation rel, Trigger *trigger, text *stream,
+						   AttachedTable *table);
+extern void attached_skip_companions(EState *estate);
 
 #endif							/* ORDERING_ATTACHED_H */

@@ -10,11 +10,13 @@
  *	  sequence column is NULL gets the next number of its (stream,
  *	  resource); a row that supplies one asserts it (it must be the next,
  *	  else SQLSTATE 40001), whatever the command: INSERT, INSERT ... SELECT,
- *	  COPY, a function called from COPY TO.  The number stays provisional
+ *	  COPY, a function called from COPY TO.  When ON CONFLICT or a later
+ *	  BEFORE trigger may still skip the row, the number stays provisional
  *	  until the row is stored (provisional.c).
  *	- a companion AFTER INSERT trigger whose WHEN clause,
- *	  ordering.sequence_stored(), reports each stored row (and queues the
- *	  relay wake-up of a table that asked for one, wakeup.c).
+ *	  ordering.sequence_stored(), reports each stored row whose number was
+ *	  provisional.  A stored row is counted, and queues the relay wake-up
+ *	  of a table that asked for one (wakeup.c).
  *	- ordering.sequence_guard(), BEFORE UPDATE OR DELETE FOR EACH ROW: a
  *	  sequenced row keeps its number and its resource; and a row that an
  *	  UPDATE moves to another partition (PostgreSQL deletes it from the old
@@ -207,6 +209,37 @@ refuse_while_restoring(const char *what)
 }
 
 /*
+ * A row that got a number is stored: the number counts as assigned, and
+ * the stream's relay wake-up is queued if armed.
+ */
+static void
+report_stored(text *stream, text *resource)
+{
+	char	   *name = text_to_cstring(stream);
+	char	   *key = text_to_cstring(resource);
+
+	ordering_stats_sequence_assigned(name);
+	ordering_stats_hot_resource('s', name, key, 1);
+	ordering_wakeup_stored(stream);
+	pfree(name);
+	pfree(key);
+}
+
+/*
+ * The row got number "seq": provisional while the row may still be skipped
+ * (provisional.c), else as good as stored (were the statement to fail, its
+ * rollback would give the number back and forget the report).
+ */
+static void
+numbered(const SequencedRow *row, int64 seq, bool later_trigger)
+{
+	if (provisional_row_may_be_skipped(later_trigger))
+		provisional_record(row->stream, row->resource, seq);
+	else
+		report_stored(row->stream, row->resource);
+}
+
+/*
  * ordering.sequence_trigger(): BEFORE INSERT FOR EACH ROW (file header).
  */
 Datum
@@ -215,6 +248,7 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	HeapTuple	tuple;
 	SequencedRow row;
+	AttachedTable table;
 	Datum		seq;
 	bool		isnull = false;
 	int			column;
@@ -222,7 +256,9 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	ordering_trigger_check(fcinfo, &sequence_trigger_protocol);
 	tuple = trigdata->tg_trigtuple;
 	read_row(trigdata, &sequence_trigger_protocol, tuple, &row);
-	if (attached_check(trigdata->tg_relation, trigdata->tg_trigger, row.stream))
+	attached_check(trigdata->tg_relation, trigdata->tg_trigger, row.stream,
+				   &table);
+	if (table.wake_relays)
 		ordering_wakeup_arm(row.stream);
 
 	if (ordering_restoring)
@@ -244,12 +280,12 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 		if (take_moving_row(&row))
 			return PointerGetDatum(tuple);
 		counter_expect(row.stream, row.resource, row.seq, loading_by_copy());
-		provisional_record(row.stream, row.resource, row.seq);
+		numbered(&row, row.seq, table.later_trigger);
 		return PointerGetDatum(tuple);
 	}
 
 	seq = Int64GetDatum(counter_next(row.stream, row.resource));
-	provisional_record(row.stream, row.resource, DatumGetInt64(seq));
+	numbered(&row, DatumGetInt64(seq), table.later_trigger);
 	column = row.seqattno;
 	return PointerGetDatum(heap_modify_tuple_by_cols(tuple,
 													 RelationGetDescr(trigdata->tg_relation),
@@ -269,12 +305,7 @@ ordering_sequence_stored(PG_FUNCTION_ARGS)
 
 	if (p != NULL)
 	{
-		char	   *name = text_to_cstring(p->stream);
-
-		ordering_stats_sequence_assigned(name);
-		ordering_stats_hot_resource('s', name, text_to_cstring(p->resource), 1);
-		ordering_wakeup_stored(p->stream);
-		pfree(name);
+		report_stored(p->stream, p->resource);
 		provisional_free(p);
 	}
 	PG_RETURN_BOOL(false);

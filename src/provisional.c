@@ -11,8 +11,9 @@
  * number handed to such a row must be given back like a rollback gives it
  * back, or the sequence has a gap no republish can fill.
  *
- * So every number the trigger hands out is recorded here as provisional,
- * with the statement nesting level it was handed out at, and the row's
+ * So a number handed to a row that may be skipped is recorded here as
+ * provisional, with the statement nesting level it was handed out at, and
+ * the row's
  * companion AFTER INSERT trigger tells us when the row is stored: its WHEN
  * clause, ordering.sequence_stored(), is evaluated right after the row is
  * stored and only for rows that are stored, and it removes the record of
@@ -38,11 +39,21 @@
  * suppressed its own row, say), the statement fails instead: never a silent
  * gap.
  *
- * Levels: a statement's rows get the level of its ExecutorRun (or COPY);
- * statements run from inside a trigger or function are one level deeper, so
- * the rows of an outer statement that are still being decided are never
- * taken for decided ones.  Aborted subtransactions take their records with
- * them: their numbers were given back by the rollback itself.
+ * Which rows may be skipped: those of a statement with ON CONFLICT (in any
+ * of its data-modifying parts), those of a table where a BEFORE INSERT
+ * trigger fires after ours, and those of a statement whose start we did not
+ * see.  Every other row that got a number is stored, or the statement fails
+ * and its rollback gives the number back, so it is not recorded, and the
+ * statement's copy of the companion is turned off (attached.c): a plain
+ * INSERT or COPY pays nothing for this file.
+ *
+ * Levels: a statement's rows get the level of its ExecutorRun (or COPY), and
+ * so do the rows that its data-modifying WITH queries insert in its
+ * ExecutorFinish; statements run from inside a trigger or function are one
+ * level deeper, so the rows of an outer statement that are still being
+ * decided are never taken for decided ones.  Aborted subtransactions take
+ * their records with them: their numbers were given back by the rollback
+ * itself.
  *
  *-------------------------------------------------------------------------
  */
@@ -51,11 +62,13 @@
 #include "access/xact.h"
 #include "executor/executor.h"
 #include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "attached.h"
 #include "compat.h"
 #include "counters.h"
 #include "ordering.h"
@@ -67,7 +80,11 @@ static List *provisionals = NIL;
 /* How deep in statements we are (file header) */
 static int	statement_level = 0;
 
+/* May the statement at this level skip a row it numbered (file header)? */
+static bool statement_may_skip = true;
+
 static ExecutorRun_hook_type prev_ExecutorRun = NULL;
+static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /*
@@ -161,13 +178,84 @@ provisional_settle_level(void)
 }
 
 /*
+ * May the sequencing trigger's row be skipped after it is numbered?  A
+ * later BEFORE INSERT trigger of its table ("later_trigger") or the
+ * statement may skip it (file header).
+ */
+bool
+provisional_row_may_be_skipped(bool later_trigger)
+{
+	return later_trigger || statement_may_skip;
+}
+
+/*
+ * Does a plan (the whole statement's, or one of its subplans) insert with
+ * ON CONFLICT?  A data-modifying statement, and each of its data-modifying
+ * WITH queries, is planned with its ModifyTable on top.
+ */
+static bool
+plan_has_on_conflict(Plan *plan)
+{
+	return plan != NULL && IsA(plan, ModifyTable) &&
+		((ModifyTable *) plan)->onConflictAction != ONCONFLICT_NONE;
+}
+
+/*
+ * May a statement skip rows it numbered?  Only by ON CONFLICT; a statement
+ * that modifies data without a ModifyTable on top, which the planner never
+ * makes, is taken to skip.
+ */
+static bool
+plan_may_skip(PlannedStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->commandType != CMD_SELECT && !IsA(stmt->planTree, ModifyTable))
+		return true;
+	if (plan_has_on_conflict(stmt->planTree))
+		return true;
+	foreach(lc, stmt->subplans)
+	{
+		if (plan_has_on_conflict(lfirst(lc)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A statement's executor is about to run it (or to finish its WITH queries):
+ * its rows get a level of their own, and tables whose rows it cannot skip
+ * do without the companion.  Returns what statement_leave() restores.
+ */
+static bool
+statement_enter(QueryDesc *queryDesc)
+{
+	bool		outer_may_skip = statement_may_skip;
+
+	statement_may_skip = plan_may_skip(queryDesc->plannedstmt);
+	if (!statement_may_skip && queryDesc->estate != NULL)
+		attached_skip_companions(queryDesc->estate);
+	statement_level++;
+	return outer_may_skip;
+}
+
+static void
+statement_leave(bool outer_may_skip)
+{
+	statement_level--;
+	statement_may_skip = outer_may_skip;
+	Assert(statement_level >= 0);
+}
+
+/*
  * ExecutorRun hook: the rows of a statement get its level; once it has run,
  * they are decided.
  */
 static void
 provisional_ExecutorRun(ORDERING_EXECUTOR_RUN_PARAMS)
 {
-	statement_level++;
+	bool		outer = statement_enter(queryDesc);
+
 	PG_TRY();
 	{
 		if (prev_ExecutorRun)
@@ -179,12 +267,39 @@ provisional_ExecutorRun(ORDERING_EXECUTOR_RUN_PARAMS)
 	}
 	PG_CATCH();
 	{
-		statement_level--;
+		statement_leave(outer);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	statement_level--;
-	Assert(statement_level >= 0);
+	statement_leave(outer);
+}
+
+/*
+ * ExecutorFinish hook: data-modifying WITH queries that the statement did
+ * not read to the end insert their remaining rows here, at the statement's
+ * level.
+ */
+static void
+provisional_ExecutorFinish(QueryDesc *queryDesc)
+{
+	bool		outer = statement_enter(queryDesc);
+
+	PG_TRY();
+	{
+		if (prev_ExecutorFinish)
+			prev_ExecutorFinish(queryDesc);
+		else
+			standard_ExecutorFinish(queryDesc);
+		if (provisionals != NIL)
+			give_back(statement_level);
+	}
+	PG_CATCH();
+	{
+		statement_leave(outer);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	statement_leave(outer);
 }
 
 /*
@@ -198,9 +313,14 @@ provisional_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 						   DestReceiver *dest, QueryCompletion *qc)
 {
 	bool		copy = IsA(pstmt->utilityStmt, CopyStmt);
+	bool		outer_may_skip = statement_may_skip;
 
 	if (copy)
+	{
 		statement_level++;
+		/* COPY has no ON CONFLICT: it filters rows before triggers run */
+		statement_may_skip = false;
+	}
 	PG_TRY();
 	{
 		if (prev_ProcessUtility)
@@ -215,12 +335,12 @@ provisional_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	PG_CATCH();
 	{
 		if (copy)
-			statement_level--;
+			statement_leave(outer_may_skip);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	if (copy)
-		statement_level--;
+		statement_leave(outer_may_skip);
 }
 
 /*
@@ -279,6 +399,8 @@ provisional_init(void)
 {
 	prev_ExecutorRun = ExecutorRun_hook;
 	ExecutorRun_hook = provisional_ExecutorRun;
+	prev_ExecutorFinish = ExecutorFinish_hook;
+	ExecutorFinish_hook = provisional_ExecutorFinish;
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = provisional_ProcessUtility;
 	RegisterXactCallback(provisional_xact_callback, NULL);

@@ -13,9 +13,9 @@
  * test there and one here (ordering_wakeup_stored()).
  *
  * With the option on, the trigger arms the wake-up for the row's stream
- * (ordering_wakeup_arm()); the row's companion AFTER INSERT trigger, which
- * runs only for rows that are stored (producer.c), then queues the
- * notification with Async_Notify(), which is transactional: sent when the
+ * (ordering_wakeup_arm()); once the row is known to be stored (producer.c:
+ * at once, or when its companion AFTER INSERT trigger reports it), the
+ * notification is queued with Async_Notify(), which is transactional: sent when the
  * transaction commits, dropped with a transaction or subtransaction that
  * rolls back, and sent once per transaction for each (channel, payload)
  * however often it was queued.  So a transaction that wrote the stream
