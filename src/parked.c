@@ -205,16 +205,6 @@ parked_insert(OwnedRel *parked, const Datum *key, int64 seq, Datum payload,
 }
 
 /*
- * Remove the rows of the drained events ready->events[first ..].
- */
-void
-parked_remove(OwnedRel *parked, ReadyList *ready, int first)
-{
-	for (int i = first; i < ready->n; i++)
-		owned_delete(parked, &ready->events[i].tid);
-}
-
-/*
  * After the position of the key moved to "position" with events parked:
  * close the gap request of the key if the position reaches its missing_to,
  * or if nothing remains parked (the sweeper asks again for any gap left).

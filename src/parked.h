@@ -46,7 +46,6 @@ extern int64 parked_read_run(OwnedRel *parked, const Datum *key, int64 from,
 							 Snapshot snapshot, ReadyList *ready, bool *beyond);
 extern void parked_insert(OwnedRel *parked, const Datum *key, int64 seq,
 						  Datum payload, bool isnull);
-extern void parked_remove(OwnedRel *parked, ReadyList *ready, int first);
 extern void parked_settle_gap(const Datum *key, int64 position,
 							  bool nothing_left);
 

@@ -224,8 +224,8 @@ plan_may_skip(PlannedStmt *stmt)
 
 /*
  * A statement's executor is about to run it (or to finish its WITH queries):
- * its rows get a level of their own, and tables whose rows it cannot skip
- * do without the companion.  Returns what statement_leave() restores.
+ * its rows get a level of their own.  Returns what statement_leave()
+ * restores.
  */
 static bool
 statement_enter(QueryDesc *queryDesc)
@@ -233,8 +233,6 @@ statement_enter(QueryDesc *queryDesc)
 	bool		outer_may_skip = statement_may_skip;
 
 	statement_may_skip = plan_may_skip(queryDesc->plannedstmt);
-	if (!statement_may_skip && queryDesc->estate != NULL)
-		attached_skip_companions(queryDesc->estate);
 	statement_level++;
 	return outer_may_skip;
 }
@@ -258,6 +256,12 @@ provisional_ExecutorRun(ORDERING_EXECUTOR_RUN_PARAMS)
 
 	PG_TRY();
 	{
+		/*
+		 * Tables whose rows the statement cannot skip do without the
+		 * companion (a saving only: left on, it would find nothing to do).
+		 */
+		if (!statement_may_skip)
+			attached_skip_companions(queryDesc->estate);
 		if (prev_ExecutorRun)
 			prev_ExecutorRun(ORDERING_EXECUTOR_RUN_ARGS);
 		else
