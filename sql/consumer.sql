@@ -265,6 +265,18 @@ SELECT * FROM ordering.deliver('ledger', 'acct-1', 4, '{"add": 40}');
 SELECT * FROM ordering.deliver('ledger', 'acct-1', 4, '{"add": 44}');
 SELECT consumer, resource_id, seq, payload FROM ordering.parked ORDER BY seq;
 SELECT ordering.position('ledger', 'acct-1');
+-- Duplicates anywhere in a longer parked range: the highest, just below it,
+-- and far below it (where the index is asked).
+SELECT count(*) AS delivered
+  FROM generate_series(3, 12) s, ordering.deliver('ledger-deep', 'acct-deep', s, jsonb_build_object('n', s));
+SELECT * FROM ordering.deliver('ledger-deep', 'acct-deep', 12, '{"dup": true}');
+SELECT * FROM ordering.deliver('ledger-deep', 'acct-deep', 10, '{"dup": true}');
+SELECT * FROM ordering.deliver('ledger-deep', 'acct-deep', 3, '{"dup": true}');
+SELECT count(*) AS parked, count(*) FILTER (WHERE payload ? 'dup') AS replaced
+  FROM ordering.parked WHERE consumer = 'ledger-deep';
+SELECT seq FROM ordering.deliver('ledger-deep', 'acct-deep', 1, '{}');
+SELECT array_agg(seq ORDER BY seq) AS drained FROM ordering.skip_gap('ledger-deep', 'acct-deep');
+SELECT count(*) AS parked FROM ordering.parked WHERE consumer = 'ledger-deep';
 -- The missing event: it and the run it continues, in order.
 SELECT * FROM ordering.deliver('ledger', 'acct-1', 2, '{"add": 20}');
 SELECT ordering.position('ledger', 'acct-1');

@@ -238,6 +238,23 @@ decide_newer(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 }
 
 /*
+ * The position moves to "to": add the parked run that continues it to
+ * kd->ready, and say where the position ends (kd->end), whether events stay
+ * parked beyond the run (kd->beyond) and whether any were parked
+ * (kd->had_parked).  One scan of ordering.parked.
+ */
+void
+consumer_continue_run(KeyDecision *kd, int64 to)
+{
+	kd->end = to;
+	kd->beyond = false;
+	if (to < PG_INT64_MAX)
+		kd->end = parked_read_run(kd->parked, kd->key, to + 1, kd->snapshot,
+								  kd->ready, &kd->beyond);
+	kd->had_parked = kd->end > to || kd->beyond;
+}
+
+/*
  * OwnedDecide of deliver() (file header).  Reads the parked events with the
  * same snapshot the row was found with; has no side effects but filling
  * kd->ready.
@@ -246,8 +263,8 @@ static OwnedVerdict
 decide_deliver(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 {
 	KeyDecision *kd = (KeyDecision *) arg;
-	int64		lowest = 0;
 	int64		highest = 0;
+	bool		seq_parked;
 
 	consumer_read_position(row, values, nulls, kd);
 	if (kd->seq <= kd->position || kd->seq == kd->blocked_at)
@@ -255,34 +272,32 @@ decide_deliver(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 		kd->plan = kd->seq < kd->position ? PLAN_STALE : PLAN_DUPLICATE;
 		return OWNED_KEEP;
 	}
-	kd->had_parked = parked_lowest(kd->parked, kd->key, kd->snapshot, &lowest);
-	/* nothing that continues the run is ever parked (file header) */
-	Assert(!kd->had_parked || lowest > kd->position + 1);
+#ifdef USE_ASSERT_CHECKING
+	{
+		int64		lowest;
+
+		/* nothing that continues the run is ever parked (file header) */
+		Assert(!parked_lowest(kd->parked, kd->key, kd->snapshot, &lowest) ||
+			   lowest > kd->position + 1);
+	}
+#endif
 
 	if (kd->seq == kd->position + 1)
 	{
 		kd->plan = PLAN_APPLY;
-		kd->end = kd->seq;
-		kd->beyond = kd->had_parked;
 		parked_ready_add(kd->ready, kd->seq, kd->payload, kd->payload_isnull);
-		if (kd->had_parked && kd->seq < PG_INT64_MAX && lowest == kd->seq + 1)
-			kd->end = parked_read_run(kd->parked, kd->key, kd->seq + 1,
-									  kd->snapshot, kd->ready, &kd->beyond);
+		consumer_continue_run(kd, kd->seq);
 		values[POSITIONS_POSITION - 1] = Int64GetDatum(kd->end);
 		return OWNED_WRITE;
 	}
 
 	/* early: a duplicate of a parked event, or to park */
-	if (kd->had_parked)
+	kd->had_parked = parked_highest(kd->parked, kd->key, kd->seq,
+									kd->snapshot, &highest, &seq_parked);
+	if (seq_parked)
 	{
-		(void) parked_highest(kd->parked, kd->key, kd->snapshot, &highest);
-		Assert(highest >= lowest);
-		if (kd->seq >= lowest && kd->seq <= highest &&
-			parked_exists(kd->parked, kd->key, kd->seq, kd->snapshot))
-		{
-			kd->plan = PLAN_DUPLICATE;
-			return OWNED_KEEP;
-		}
+		kd->plan = PLAN_DUPLICATE;
+		return OWNED_KEEP;
 	}
 
 	/*

@@ -81,6 +81,7 @@ extern void consumer_key_args(FunctionCallInfo fcinfo, text **consumer,
 							  text **resource, int64 *seq);
 extern void consumer_materialize(FunctionCallInfo fcinfo);
 extern void consumer_return_ready(FunctionCallInfo fcinfo, ReadyList *ready);
+extern void consumer_continue_run(KeyDecision *kd, int64 to);
 extern void consumer_read_position(const OwnedRow *row, Datum *values,
 								   bool *nulls, KeyDecision *kd);
 extern void consumer_decide(OwnedDecide decide, KeyDecision *kd,

@@ -254,7 +254,6 @@ decide_retry(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 	KeyDecision *kd = (KeyDecision *) arg;
 	DeadLetter	dead;
 	OwnedRow	deadrow;
-	int64		lowest;
 
 	consumer_read_position(row, values, nulls, kd);
 	kd->plan = PLAN_NOTHING;
@@ -264,7 +263,6 @@ decide_retry(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 	kd->seq = dead.seq;
 	kd->payload = dead.payload;
 	kd->payload_isnull = dead.isnull;
-	kd->had_parked = parked_lowest(kd->parked, kd->key, kd->snapshot, &lowest);
 	values[POSITIONS_BLOCKED_AT - 1] = (Datum) 0;
 	nulls[POSITIONS_BLOCKED_AT - 1] = true;
 	if (dead.seq != kd->position + 1)
@@ -273,12 +271,8 @@ decide_retry(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 		return OWNED_WRITE;
 	}
 	kd->plan = PLAN_APPLY;
-	kd->end = dead.seq;
-	kd->beyond = kd->had_parked;
 	parked_ready_add(kd->ready, dead.seq, dead.payload, dead.isnull);
-	if (kd->had_parked && dead.seq < PG_INT64_MAX && lowest == dead.seq + 1)
-		kd->end = parked_read_run(kd->parked, kd->key, dead.seq + 1,
-								  kd->snapshot, kd->ready, &kd->beyond);
+	consumer_continue_run(kd, dead.seq);
 	values[POSITIONS_POSITION - 1] = Int64GetDatum(kd->end);
 	return OWNED_WRITE;
 }
@@ -385,7 +379,6 @@ static OwnedVerdict
 decide_discard(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 {
 	KeyDecision *kd = (KeyDecision *) arg;
-	int64		lowest;
 
 	consumer_read_position(row, values, nulls, kd);
 	kd->plan = PLAN_NOTHING;
@@ -393,12 +386,7 @@ decide_discard(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 		return OWNED_KEEP;
 	kd->plan = PLAN_APPLY;
 	kd->skipped = kd->blocked_at - kd->position;
-	kd->end = kd->blocked_at;
-	kd->had_parked = parked_lowest(kd->parked, kd->key, kd->snapshot, &lowest);
-	kd->beyond = kd->had_parked;
-	if (kd->had_parked && kd->end < PG_INT64_MAX && lowest == kd->end + 1)
-		kd->end = parked_read_run(kd->parked, kd->key, kd->end + 1,
-								  kd->snapshot, kd->ready, &kd->beyond);
+	consumer_continue_run(kd, kd->blocked_at);
 	values[POSITIONS_POSITION - 1] = Int64GetDatum(kd->end);
 	values[POSITIONS_BLOCKED_AT - 1] = (Datum) 0;
 	nulls[POSITIONS_BLOCKED_AT - 1] = true;

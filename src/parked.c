@@ -40,6 +40,9 @@
 
 #include "parked.h"
 
+/* How many rows parked_highest() walks down before it asks the index */
+#define PARKED_WALK		4
+
 /*
  * Append an event to the list.
  */
@@ -72,37 +75,54 @@ scan_seq(OwnedScan *scan)
 }
 
 /*
- * The first parked seq of a key in one direction; false if none.
+ * The lowest parked seq of a key; false if nothing is parked.
  */
-static bool
-parked_end(OwnedRel *parked, const Datum *key, ScanDirection dir,
-		   Snapshot snapshot, int64 *seq)
+bool
+parked_lowest(OwnedRel *parked, const Datum *key, Snapshot snapshot,
+			  int64 *seq)
 {
 	OwnedScan	scan;
 	bool		found;
 
 	owned_scan_begin(parked, &scan, key, 2, InvalidStrategy, 0, snapshot);
-	found = owned_scan_next(&scan, dir);
+	found = owned_scan_next(&scan, ForwardScanDirection);
 	if (found)
 		*seq = scan_seq(&scan);
 	owned_scan_end(&scan);
 	return found;
 }
 
-/* The lowest parked seq of a key; false if nothing is parked. */
+/*
+ * The highest parked seq of a key, and whether "seq" is parked too; false if
+ * nothing is parked.  The scan that finds the highest goes on down for a
+ * few rows, which usually reaches "seq" (events arrive only a little out of
+ * order); farther down, the index is asked.
+ */
 bool
-parked_lowest(OwnedRel *parked, const Datum *key, Snapshot snapshot,
-			  int64 *seq)
+parked_highest(OwnedRel *parked, const Datum *key, int64 seq,
+			   Snapshot snapshot, int64 *highest, bool *seq_parked)
 {
-	return parked_end(parked, key, ForwardScanDirection, snapshot, seq);
-}
+	OwnedScan	scan;
+	bool		found;
+	bool		more;
+	int64		s = 0;
 
-/* The highest parked seq of a key; false if nothing is parked. */
-bool
-parked_highest(OwnedRel *parked, const Datum *key, Snapshot snapshot,
-			   int64 *seq)
-{
-	return parked_end(parked, key, BackwardScanDirection, snapshot, seq);
+	owned_scan_begin(parked, &scan, key, 2, InvalidStrategy, 0, snapshot);
+	found = more = owned_scan_next(&scan, BackwardScanDirection);
+	if (found)
+		*highest = s = scan_seq(&scan);
+	for (int steps = 0; more && s > seq && steps < PARKED_WALK; steps++)
+	{
+		more = owned_scan_next(&scan, BackwardScanDirection);
+		if (more)
+			s = scan_seq(&scan);
+	}
+	owned_scan_end(&scan);
+	if (more && s > seq)
+		*seq_parked = parked_exists(parked, key, seq, snapshot);
+	else
+		*seq_parked = more && s == seq;
+	return found;
 }
 
 /*

@@ -36,8 +36,9 @@ extern void parked_ready_add(ReadyList *list, int64 seq, Datum payload,
 							 bool isnull);
 extern bool parked_lowest(OwnedRel *parked, const Datum *key,
 						  Snapshot snapshot, int64 *seq);
-extern bool parked_highest(OwnedRel *parked, const Datum *key,
-						   Snapshot snapshot, int64 *seq);
+extern bool parked_highest(OwnedRel *parked, const Datum *key, int64 seq,
+						   Snapshot snapshot, int64 *highest,
+						   bool *seq_parked);
 extern bool parked_exists(OwnedRel *parked, const Datum *key, int64 seq,
 						  Snapshot snapshot);
 extern int64 parked_count(OwnedRel *parked, const Datum *key, int64 limit,
