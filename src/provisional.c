@@ -223,59 +223,86 @@ plan_may_skip(PlannedStmt *stmt)
 }
 
 /*
- * A statement's executor is about to run it (or to finish its WITH queries):
- * its rows get a level of their own.  Returns what statement_leave()
- * restores.
+ * Run a statement's rows (body) at a level of their own, knowing whether
+ * the statement may skip them; once it has run, they are decided.
  */
-static bool
-statement_enter(QueryDesc *queryDesc)
+static void
+run_statement(bool may_skip, void (*body) (void *), void *arg)
 {
 	bool		outer_may_skip = statement_may_skip;
 
-	statement_may_skip = plan_may_skip(queryDesc->plannedstmt);
 	statement_level++;
-	return outer_may_skip;
-}
-
-static void
-statement_leave(bool outer_may_skip)
-{
-	statement_level--;
-	statement_may_skip = outer_may_skip;
-	Assert(statement_level >= 0);
-}
-
-/*
- * ExecutorRun hook: the rows of a statement get its level; once it has run,
- * they are decided.
- */
-static void
-provisional_ExecutorRun(ORDERING_EXECUTOR_RUN_PARAMS)
-{
-	bool		outer = statement_enter(queryDesc);
-
+	statement_may_skip = may_skip;
 	PG_TRY();
 	{
-		/*
-		 * Tables whose rows the statement cannot skip do without the
-		 * companion (a saving only: left on, it would find nothing to do).
-		 */
-		if (!statement_may_skip)
-			attached_skip_companions(queryDesc->estate);
-		if (prev_ExecutorRun)
-			prev_ExecutorRun(ORDERING_EXECUTOR_RUN_ARGS);
-		else
-			standard_ExecutorRun(ORDERING_EXECUTOR_RUN_ARGS);
+		body(arg);
 		if (provisionals != NIL)
 			give_back(statement_level);
 	}
 	PG_CATCH();
 	{
-		statement_leave(outer);
+		statement_level--;
+		statement_may_skip = outer_may_skip;
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	statement_leave(outer);
+	statement_level--;
+	statement_may_skip = outer_may_skip;
+	Assert(statement_level >= 0);
+}
+
+/* The arguments of an ExecutorRun hook, for run_statement() */
+typedef struct ExecutorRunArgs
+{
+	QueryDesc  *queryDesc;
+	ScanDirection direction;
+	uint64		count;
+#if PG_VERSION_NUM < 180000
+	bool		execute_once;
+#endif
+} ExecutorRunArgs;
+
+static void
+executor_run(void *arg)
+{
+	ExecutorRunArgs *a = (ExecutorRunArgs *) arg;
+	QueryDesc  *queryDesc = a->queryDesc;
+	ScanDirection direction = a->direction;
+	uint64		count = a->count;
+#if PG_VERSION_NUM < 180000
+	bool		execute_once = a->execute_once;
+#endif
+
+	/*
+	 * Tables whose rows the statement cannot skip do without the companion
+	 * (a saving only: left on, it would find nothing to do).
+	 */
+	if (!statement_may_skip)
+		attached_skip_companions(queryDesc->estate);
+	if (prev_ExecutorRun)
+		prev_ExecutorRun(ORDERING_EXECUTOR_RUN_ARGS);
+	else
+		standard_ExecutorRun(ORDERING_EXECUTOR_RUN_ARGS);
+}
+
+/*
+ * ExecutorRun hook: the rows of a statement get its level.
+ */
+static void
+provisional_ExecutorRun(ORDERING_EXECUTOR_RUN_PARAMS)
+{
+	ExecutorRunArgs a = {ORDERING_EXECUTOR_RUN_ARGS};
+
+	run_statement(plan_may_skip(queryDesc->plannedstmt), executor_run, &a);
+}
+
+static void
+executor_finish(void *arg)
+{
+	if (prev_ExecutorFinish)
+		prev_ExecutorFinish((QueryDesc *) arg);
+	else
+		standard_ExecutorFinish((QueryDesc *) arg);
 }
 
 /*
@@ -286,29 +313,41 @@ provisional_ExecutorRun(ORDERING_EXECUTOR_RUN_PARAMS)
 static void
 provisional_ExecutorFinish(QueryDesc *queryDesc)
 {
-	bool		outer = statement_enter(queryDesc);
+	run_statement(plan_may_skip(queryDesc->plannedstmt), executor_finish,
+				  queryDesc);
+}
 
-	PG_TRY();
-	{
-		if (prev_ExecutorFinish)
-			prev_ExecutorFinish(queryDesc);
-		else
-			standard_ExecutorFinish(queryDesc);
-		if (provisionals != NIL)
-			give_back(statement_level);
-	}
-	PG_CATCH();
-	{
-		statement_leave(outer);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	statement_leave(outer);
+/* The arguments of a ProcessUtility hook, for run_statement() */
+typedef struct ProcessUtilityArgs
+{
+	PlannedStmt *pstmt;
+	const char *queryString;
+	bool		readOnlyTree;
+	ProcessUtilityContext context;
+	ParamListInfo params;
+	QueryEnvironment *queryEnv;
+	DestReceiver *dest;
+	QueryCompletion *qc;
+} ProcessUtilityArgs;
+
+static void
+process_utility(void *arg)
+{
+	ProcessUtilityArgs *a = (ProcessUtilityArgs *) arg;
+
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(a->pstmt, a->queryString, a->readOnlyTree,
+							a->context, a->params, a->queryEnv, a->dest, a->qc);
+	else
+		standard_ProcessUtility(a->pstmt, a->queryString, a->readOnlyTree,
+								a->context, a->params, a->queryEnv, a->dest,
+								a->qc);
 }
 
 /*
  * ProcessUtility hook: COPY FROM stores rows without an executor run, so it
- * gets a level of its own.
+ * gets a level of its own; COPY has no ON CONFLICT (it filters rows
+ * before triggers run), so it skips none.
  */
 static void
 provisional_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
@@ -316,35 +355,13 @@ provisional_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 						   ParamListInfo params, QueryEnvironment *queryEnv,
 						   DestReceiver *dest, QueryCompletion *qc)
 {
-	bool		copy = IsA(pstmt->utilityStmt, CopyStmt);
-	bool		outer_may_skip = statement_may_skip;
+	ProcessUtilityArgs a = {pstmt, queryString, readOnlyTree, context, params,
+	queryEnv, dest, qc};
 
-	if (copy)
-	{
-		statement_level++;
-		/* COPY has no ON CONFLICT: it filters rows before triggers run */
-		statement_may_skip = false;
-	}
-	PG_TRY();
-	{
-		if (prev_ProcessUtility)
-			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-		else
-			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-									params, queryEnv, dest, qc);
-		if (copy && provisionals != NIL)
-			give_back(statement_level);
-	}
-	PG_CATCH();
-	{
-		if (copy)
-			statement_leave(outer_may_skip);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	if (copy)
-		statement_leave(outer_may_skip);
+	if (IsA(pstmt->utilityStmt, CopyStmt))
+		run_statement(false, process_utility, &a);
+	else
+		process_utility(&a);
 }
 
 /*
