@@ -135,7 +135,8 @@ ordering_index_insert_cleanup(Relation index, struct IndexInfo *info)
 typedef enum OrderingIndexUpdate
 {
 	ORDERING_INDEXES_NONE,		/* a HOT update: no index needs one */
-	ORDERING_INDEXES_ALL,		/* a new TID outside the HOT chain: every index */
+	ORDERING_INDEXES_ALL,		/* a new TID outside the HOT chain: every
+								 * index */
 	ORDERING_INDEXES_SUMMARIZING	/* a HOT update that changed a column of a
 									 * summarizing index: only those (16+) */
 } OrderingIndexUpdate;

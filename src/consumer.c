@@ -163,7 +163,7 @@ consumer_materialize(FunctionCallInfo fcinfo)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	bool		expected = rsinfo != NULL && IsA(rsinfo, ReturnSetInfo) &&
-		rsinfo->expectedDesc != NULL;
+	rsinfo->expectedDesc != NULL;
 
 	InitMaterializedSRF(fcinfo, expected ? MAT_SRF_USE_EXPECTED_DESC : 0);
 }
@@ -302,8 +302,8 @@ decide_deliver(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 
 	/*
 	 * After parking, the parked seqs are distinct values in [position + 2,
-	 * Max(highest, seq)] (file header), so their number cannot exceed the
-	 * cap unless that range is longer than the cap; only then count.
+	 * Max(highest, seq)] (file header), so their number cannot exceed the cap
+	 * unless that range is longer than the cap; only then count.
 	 */
 	if (Max(highest, kd->seq) - kd->position - 1 > ordering_max_parked_per_resource)
 	{

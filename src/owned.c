@@ -102,48 +102,61 @@ typedef struct OwnedTableDef
 
 static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
 	[OWNED_SEQUENCES] = {
-		.relname = "sequences", .natts = 3, .nkeys = 2,
+		.relname = "sequences",
+		.natts = 3,
+		.nkeys = 2,
 		.cols = {{"stream", TEXTOID, true}, {"resource_id", TEXTOID, true},
 		{"last_seq", INT8OID, true}},
-		.checks = {"sequences_last_seq_check"}, .triggers = {"sequences_load"}
+		.checks = {"sequences_last_seq_check"},
+		.triggers = {"sequences_load"}
 	},
 	[OWNED_POSITIONS] = {
-		.relname = "positions", .natts = 4, .nkeys = 2,
+		.relname = "positions",
+		.natts = 4,
+		.nkeys = 2,
 		.cols = {{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
 		{"position", INT8OID, true}, {"blocked_at", INT8OID, false}},
 		.checks = {"positions_position_check"}
 	},
 	[OWNED_PARKED] = {
-		.relname = "parked", .natts = 5, .nkeys = 3,
+		.relname = "parked",
+		.natts = 5,
+		.nkeys = 3,
 		.cols = {{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
-			{"seq", INT8OID, true}, {"payload", JSONBOID, false},
+		{"seq", INT8OID, true}, {"payload", JSONBOID, false},
 		{"parked_at", TIMESTAMPTZOID, true}},
 		.checks = {"parked_seq_check"}
 	},
 	[OWNED_GAP_REQUESTS] = {
-		.relname = "gap_requests", .natts = 9, .nkeys = 2,
+		.relname = "gap_requests",
+		.natts = 9,
+		.nkeys = 2,
 		.cols = {{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
-			{"missing_from", INT8OID, true}, {"missing_to", INT8OID, true},
-			{"parked_count", INT8OID, true},
-			{"first_parked_at", TIMESTAMPTZOID, true},
-			{"detected_at", TIMESTAMPTZOID, true},
-			{"last_requested_at", TIMESTAMPTZOID, true},
+		{"missing_from", INT8OID, true}, {"missing_to", INT8OID, true},
+		{"parked_count", INT8OID, true},
+		{"first_parked_at", TIMESTAMPTZOID, true},
+		{"detected_at", TIMESTAMPTZOID, true},
+		{"last_requested_at", TIMESTAMPTZOID, true},
 		{"attempts", INT4OID, true}}
 	},
 	[OWNED_DEAD_LETTERS] = {
-		.relname = "dead_letter_events", .natts = 9, .nkeys = 2,
+		.relname = "dead_letter_events",
+		.natts = 9,
+		.nkeys = 2,
 		.cols = {{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
-			{"seq", INT8OID, true}, {"payload", JSONBOID, false},
-			{"sqlstate", TEXTOID, false}, {"message", TEXTOID, false},
-			{"detail", TEXTOID, false}, {"failed_at", TIMESTAMPTZOID, true},
+		{"seq", INT8OID, true}, {"payload", JSONBOID, false},
+		{"sqlstate", TEXTOID, false}, {"message", TEXTOID, false},
+		{"detail", TEXTOID, false}, {"failed_at", TIMESTAMPTZOID, true},
 		{"attempts", INT4OID, true}},
 		.checks = {"dead_letter_events_seq_check", "dead_letter_events_attempts_check"}
 	},
 	[OWNED_ATTACHMENTS] = {
-		.relname = "attachments", .natts = 7, .nkeys = 1,
+		.relname = "attachments",
+		.natts = 7,
+		.nkeys = 1,
 		.cols = {{"tbl", REGCLASSOID, true}, {"stream", TEXTOID, true},
-			{"resource_column", NAMEOID, true}, {"sequence_column", NAMEOID, true},
-			{"attached", BOOLOID, true}, {"attached_at", TIMESTAMPTZOID, true},
+		{"resource_column", NAMEOID, true}, {"sequence_column", NAMEOID, true},
+		{"attached", BOOLOID, true}, {"attached_at", TIMESTAMPTZOID, true},
 		{"wake_relays", BOOLOID, true}}
 	},
 };
@@ -424,7 +437,7 @@ owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel)
 	for (;;)
 	{
 		Oid			relid = OidIsValid(state->relid) ? state->relid :
-			owned_lookup(def->relname);
+		owned_lookup(def->relname);
 
 		orel->rel = table_open(relid, mode);
 		/* the lock processed invalidations: is it still our table? */

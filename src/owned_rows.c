@@ -597,8 +597,8 @@ probe_dirty(OwnedRel *orel, const Datum *key, TransactionId *xwait,
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 
 	/*
-	 * The dirty snapshot's fields describe the last tuple it was asked
-	 * about, and are unset when no tuple was: read them only for a hit (as
+	 * The dirty snapshot's fields describe the last tuple it was asked about,
+	 * and are unset when no tuple was: read them only for a hit (as
 	 * check_exclusion_or_unique_constraint does).
 	 */
 	*xwait = InvalidTransactionId;

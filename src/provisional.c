@@ -274,8 +274,8 @@ executor_run(void *arg)
 #endif
 
 	/*
-	 * Tables whose rows the statement cannot skip do without the companion
-	 * (a saving only: left on, it would find nothing to do).
+	 * Tables whose rows the statement cannot skip do without the companion (a
+	 * saving only: left on, it would find nothing to do).
 	 */
 	if (!statement_may_skip)
 		attached_skip_companions(queryDesc->estate);

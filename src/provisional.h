@@ -11,6 +11,7 @@
 extern void provisional_init(void);
 extern bool provisional_row_may_be_skipped(bool later_trigger);
 extern void provisional_record(text *stream, text *resource, int64 seq);
+
 /* A number handed out whose row is not known to be stored */
 typedef struct Provisional
 {

@@ -29,7 +29,7 @@ ordering_trigger_check(FunctionCallInfo fcinfo, const TriggerProtocol *protocol)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	TriggerEvent op;
 	const char *event_name = protocol->event == TRIGGER_EVENT_INSERT ?
-		"INSERT" : protocol->or_delete ? "UPDATE OR DELETE" : "UPDATE";
+	"INSERT" : protocol->or_delete ? "UPDATE OR DELETE" : "UPDATE";
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,

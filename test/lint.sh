@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 #
 # Static analysis of the C code (the extension and the bench probes):
-# cppcheck and clang-tidy (its configuration is .clang-tidy at the top).
+# cppcheck and clang-tidy (its configuration is .clang-tidy at the top),
+# and pgindent's layout.
 # First, one version number: META.json and debian/changelog must carry
 # ordering.control's default_version.  Exits non-zero on any finding.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$here/test/lib.sh"
-ensure_packages cppcheck clang-tidy $(pg_packages)
+ensure_packages cppcheck clang-tidy pg-bsd-indent $(pg_packages)
 
 server_inc=$("$PG_CONFIG_SYSTEM" --includedir-server)
 cd "$here"
@@ -50,3 +51,24 @@ if ! out=$(clang-tidy --quiet src/*.c bench/probe/*.c -- -I"$server_inc" \
 	exit 1
 fi
 echo "clang-tidy: clean"
+
+# pgindent's layout: PostgreSQL's indent (pg_bsd_indent) with pgindent's
+# switches, then pgindent's one rewrite that concerns us (a function's
+# return type "type *" keeps a single space).  indent must know which names
+# are types: test/typedefs.pl collects them from the server's headers and
+# ours, where pgindent would use the build farm's list.
+typedefs=$(mktemp)
+indented=$(mktemp)
+trap 'rm -f "$typedefs" "$indented"' EXIT
+perl test/typedefs.pl $(find "$server_inc" -name '*.h') src/*.[ch] bench/probe/*.c >"$typedefs"
+printf '%s\n' FILE size_t ssize_t va_list uintptr_t intptr_t pid_t time_t off_t \
+	sigjmp_buf >>"$typedefs"
+unindented=0
+for f in src/*.[ch] bench/probe/*.c; do
+	pg_bsd_indent -bad -bap -bbb -bc -bl -cli1 -cp33 -cdb -nce -d0 -di12 -nfc1 \
+		-i4 -l79 -lp -lpl -nip -npro -sac -tpg -ts4 -U"$typedefs" "$f" "$indented"
+	perl -0pi -e 's!^([A-Za-z_]\S*)[ \t]+\*$!$1 *!gm' "$indented"
+	diff -u --label "$f" --label "$f (pgindent)" "$f" "$indented" || unindented=1
+done
+[ "$unindented" -eq 0 ] || { echo "pgindent: the files above differ from its layout" >&2; exit 1; }
+echo "pgindent: clean"
