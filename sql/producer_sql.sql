@@ -189,6 +189,30 @@ INSERT INTO pev (resource_id, region) VALUES ('r', 'eu') RETURNING seq;
 SELECT ordering.attach('pev_eu2');
 \echo :SQLSTATE
 
+-- Rows skipped in a partition: by ON CONFLICT, and by a BEFORE trigger that
+-- only one partition has; plain rows of the same statements keep theirs.
+CREATE TABLE kev (event_key text, resource_id text NOT NULL, seq bigint NOT NULL,
+                  region text NOT NULL, PRIMARY KEY (event_key, region))
+    PARTITION BY LIST (region);
+CREATE TABLE kev_eu PARTITION OF kev FOR VALUES IN ('eu');
+CREATE TABLE kev_us PARTITION OF kev FOR VALUES IN ('us');
+SELECT ordering.attach('kev');
+INSERT INTO kev (event_key, resource_id, region) VALUES ('a', 'r', 'eu'), ('b', 'r', 'us');
+INSERT INTO kev (event_key, resource_id, region)
+VALUES ('a', 'r', 'eu'), ('c', 'r', 'us'), ('b', 'r', 'us'), ('d', 'r', 'eu')
+    ON CONFLICT DO NOTHING;
+CREATE FUNCTION zz_drop_us() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN CASE WHEN NEW.event_key LIKE 'drop%' THEN NULL ELSE NEW END;
+END
+$$;
+CREATE TRIGGER zz_drop_us BEFORE INSERT ON kev_us FOR EACH ROW EXECUTE FUNCTION zz_drop_us();
+INSERT INTO kev (event_key, resource_id, region)
+VALUES ('drop1', 'r', 'us'), ('e', 'r', 'eu'), ('f', 'r', 'us'), ('drop2', 'r', 'us');
+INSERT INTO kev_us (event_key, resource_id, region) VALUES ('drop3', 'r', 'us'), ('g', 'r', 'us');
+SELECT tableoid::regclass AS part, event_key, seq FROM kev ORDER BY seq;
+SELECT ordering.last_sequence('public.kev', 'r');
+
 -------------------------------------------------------------------------------
 -- Non-text resources are keyed the same under every session setting
 -------------------------------------------------------------------------------

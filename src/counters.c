@@ -72,7 +72,7 @@ decide_counter(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 {
 	CounterRequest *req = (CounterRequest *) arg;
 	int64		current = row->found ?
-		DatumGetInt64(row->values[SEQUENCES_LAST_SEQ - 1]) : 0;
+	DatumGetInt64(row->values[SEQUENCES_LAST_SEQ - 1]) : 0;
 	int64		next = current;
 
 	req->previous = current;
@@ -153,7 +153,10 @@ counter_next(text *stream, text *resource)
  * it.  The counter is advanced first and checked after, once the row is
  * ours: only then is its value the truth (a concurrent producer may have
  * been about to roll back).  A mismatch raises 40001, and the statement's
- * rollback takes the advance back.
+ * rollback takes the advance back.  Its hint is about restores when the row
+ * came by COPY (restore_hint) or carries a number beyond the next one,
+ * which no concurrent producer explains but history loaded without its
+ * counters does (pg_restore of an --inserts dump, say).
  */
 void
 counter_expect(text *stream, text *resource, int64 seq, bool restore_hint)
@@ -163,6 +166,7 @@ counter_expect(text *stream, text *resource, int64 seq, bool restore_hint)
 	counter_request(stream, resource, &req);
 	if (!req.overflow && req.result == seq)
 		return;
+	restore_hint = restore_hint || seq > req.result;
 	ordering_stats_sequence_conflict(text_to_cstring(stream));
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
