@@ -45,7 +45,9 @@
  * see.  Every other row that got a number is stored, or the statement fails
  * and its rollback gives the number back, so it is not recorded, and the
  * statement's copy of the companion is turned off (attached.c): a plain
- * INSERT or COPY pays nothing for this file.
+ * INSERT pays nothing for this file.  (COPY and partition routing open
+ * their tables where we cannot reach them: there the companion stays on
+ * and finds nothing to settle.)
  *
  * Levels: a statement's rows get the level of its ExecutorRun (or COPY), and
  * so do the rows that its data-modifying WITH queries insert in its
