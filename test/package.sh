@@ -94,12 +94,15 @@ fi
 echo "package: lintian"
 as_pg lintian --info --fail-on error,warning "$work/ordering_${version}_$arch.changes"
 
-# 3. Install
+# 3. Install (--reinstall: a package of the same version installed before,
+# from older sources, must not stay in place of the one just built)
 echo "package: installing $deb"
 installed=1
 DEBIAN_FRONTEND=noninteractive apt-get "${apt_lock[@]}" install -y -qq \
-	--no-install-recommends "$deb" >/dev/null
+	--reinstall --no-install-recommends "$deb" >/dev/null
 dpkg --verify "$pkg"
+cmp "$(dpkg -L "$pkg" | grep '/ordering\.so$')" \
+	"$work/ordering/debian/$pkg$(dpkg -L "$pkg" | grep '/ordering\.so$')"
 test "$(dpkg-query -W -f='${Version}' "$pkg")" = "$version"
 
 # 4. The regression suite against the installed package
