@@ -41,7 +41,7 @@ OBJS = \
 # Installing the default version runs the 1.0 script, then every upgrade
 # script after it: a fresh install and an upgraded one are built by the same
 # statements.
-DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql
+DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql sql/ordering--1.1--1.2.sql
 
 REGRESS = producer producer_sql restore_mode restore_sweep consumer dead_letters dead_letters_below \
 	gaps stats observability search_path gaps_search_path privileges hot_paths bad_input reconcile \
