@@ -18,6 +18,10 @@
 CREATE SCHEMA ordering_internal;
 COMMENT ON SCHEMA ordering_internal IS
 	'internal functions of the ordering extension: not for direct use; they may change in any release';
+-- Functions of the public schema run as their caller and call these: every
+-- role may look up the schema, and each function's EXECUTE privilege says
+-- who may call it (revoked from PUBLIC unless any caller may).
+GRANT USAGE ON SCHEMA ordering_internal TO PUBLIC;
 
 -- ------------------------------------------------------------------------
 -- Hardening: restores, the extension's own tables, keys, attach
