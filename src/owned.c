@@ -44,6 +44,24 @@
  * check runs once per relcache entry: any change that could break it (a new
  * trigger, index, constraint or policy, ALTER TABLE) invalidates the entry.
  *
+ * Tables found by OID.  Besides its own tables, found by name as
+ * singletons, the layer opens tables of the same shapes that other code
+ * found (owned_open_relid(): the counter table of a stream distributed by
+ * Citus, one per shard, found by sequencing trigger of the shard; see
+ * citus.c).  Such a table passes the same checks with three differences,
+ * all of which follow from Citus making it: its text key columns may have
+ * any deterministic collation (a distributed table's distribution column
+ * must have the collation of the table it is co-located with), and the
+ * scans then compare in the collation of its primary key, which is the
+ * column's (byte-wise equality is the same for every deterministic
+ * collation); a CHECK constraint of the shape is recognized by the end of
+ * its name, with the shard ID Citus appends to it ("<table>_last_seq_check"
+ * or "<table>_last_seq_check_102008"); and it may carry no trigger at all
+ * (Citus's truncate trigger is on the distributed table, never on a shard:
+ * a distributed table itself is refused as above).  The verdict is kept per
+ * OID and forgotten with the relation's relcache entry, like that of the
+ * tables found by name.
+ *
  * Writes.  Every function that may write calls owned_prevent_write() before
  * anything else: in a read-only transaction, and so on a hot standby, it
  * fails with SQLSTATE 25006 whatever the call would have done.
@@ -56,6 +74,8 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -66,6 +86,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -171,6 +192,15 @@ typedef struct OwnedTableState
 static OwnedTableState owned_state[OWNED_NUM_TABLES];
 static bool owned_callback_registered = false;
 
+/* Per table opened by OID (file header): the shape its relcache entry passed */
+typedef struct OwnedRelidState
+{
+	Oid			relid;			/* hash key */
+	OwnedTableId shape;
+} OwnedRelidState;
+
+static HTAB *owned_relid_state = NULL;
+
 /*
  * Forget what we know of a table whose relcache entry is invalidated (or of
  * every table, relid = InvalidOid).
@@ -187,6 +217,21 @@ owned_relcache_callback(Datum arg, Oid relid)
 			owned_tid_cache_forget(relid);
 		}
 	}
+	if (owned_relid_state == NULL)
+		return;
+	if (relid == InvalidOid)
+	{
+		HASH_SEQ_STATUS status;
+		OwnedRelidState *entry;
+
+		hash_seq_init(&status, owned_relid_state);
+		while ((entry = hash_seq_search(&status)) != NULL)
+			(void) hash_search(owned_relid_state, &entry->relid, HASH_REMOVE,
+							   NULL);
+		owned_tid_cache_forget(InvalidOid);
+	}
+	else if (hash_search(owned_relid_state, &relid, HASH_REMOVE, NULL) != NULL)
+		owned_tid_cache_forget(relid);
 }
 
 /*
@@ -209,13 +254,13 @@ owned_lookup(const char *relname)
  * Refuse a table: "what" says what about it this layer does not support.
  */
 static void
-owned_refuse(const OwnedTableDef *def, int sqlstate, const char *what,
-			 const char *hint)
+owned_refuse(Relation rel, int sqlstate, const char *what, const char *hint)
 {
 	ereport(ERROR,
 			(errcode(sqlstate),
-			 errmsg("ordering cannot use relation \"ordering.%s\": %s",
-					def->relname, what),
+			 errmsg("ordering cannot use relation \"%s.%s\": %s",
+					get_namespace_name(RelationGetNamespace(rel)),
+					RelationGetRelationName(rel), what),
 			 errhint("%s", hint)));
 }
 
@@ -277,20 +322,44 @@ owned_check_version(void)
 }
 
 /*
- * The columns: names, types, not-null, and the "C" collation of the text
+ * The hint of a refusal: a table of the extension is reinstalled, one found
+ * by OID (file header) was changed by someone, who can undo it.
+ */
+static const char *
+refusal_hint(bool by_relid)
+{
+	return by_relid ? "Undo the change to the table." : reinstall_hint;
+}
+
+/*
+ * The collation a text key column must have: "C" in the extension's tables,
+ * any deterministic one in a table found by OID (file header).
+ */
+static bool
+key_collation_ok(Oid collation, bool by_relid)
+{
+	if (collation == C_COLLATION_OID)
+		return true;
+	return by_relid && OidIsValid(collation) &&
+		get_collation_isdeterministic(collation);
+}
+
+/*
+ * The columns: names, types, not-null, and the collation of the text key
  * ones, in order, with nothing dropped or added.
  */
 static void
-check_columns(Relation rel, const OwnedTableDef *def)
+check_columns(Relation rel, const OwnedTableDef *def, bool by_relid)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
-		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-					 "it is not a plain table", reinstall_hint);
+		owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					 "it is not a plain table", refusal_hint(by_relid));
 	if (desc->natts != def->natts)
-		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+		owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 					 "its columns were changed",
+					 by_relid ? refusal_hint(by_relid) :
 					 "Run ALTER EXTENSION ordering UPDATE if the library was upgraded, else reinstall the extension.");
 	for (int i = 0; i < def->natts; i++)
 	{
@@ -300,12 +369,50 @@ check_columns(Relation rel, const OwnedTableDef *def)
 		if (att->attisdropped || strcmp(NameStr(att->attname), col->name) != 0 ||
 			att->atttypid != col->type || att->attnotnull != col->notnull ||
 			(col->type == TEXTOID && i < def->nkeys &&
-			 att->attcollation != C_COLLATION_OID) ||
+			 !key_collation_ok(att->attcollation, by_relid)) ||
 			att->attgenerated != '\0')
-			owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+			owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 						 psprintf("column \"%s\" was changed", col->name),
-						 reinstall_hint);
+						 refusal_hint(by_relid));
 	}
+}
+
+/*
+ * Is this CHECK constraint one the definition knows?  In a table found by
+ * OID it is named after that table, not after the extension's, and Citus
+ * appends a shard ID to it on a shard (file header): its name ends with
+ * the known one's part after the extension's table name, "_<shard ID>"
+ * aside.
+ */
+static bool
+known_check(const OwnedTableDef *def, const char *ccname, bool by_relid)
+{
+	for (int j = 0; j < lengthof(def->checks) && def->checks[j]; j++)
+	{
+		const char *suffix = def->checks[j] + strlen(def->relname);
+		size_t		len = strlen(ccname);
+		size_t		slen = strlen(suffix);
+
+		if (strcmp(def->checks[j], ccname) == 0)
+			return true;
+		if (!by_relid)
+			continue;
+		/* drop a trailing "_<digits>", Citus's shard ID */
+		if (len > 0 && isdigit((unsigned char) ccname[len - 1]))
+		{
+			size_t		end = len;
+
+			while (end > 0 && isdigit((unsigned char) ccname[end - 1]))
+				end--;
+			if (end > 0 && ccname[end - 1] == '_' &&
+				end - 1 >= slen &&
+				strncmp(ccname + end - 1 - slen, suffix, slen) == 0)
+				return true;
+		}
+		if (len >= slen && strcmp(ccname + len - slen, suffix) == 0)
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -314,7 +421,7 @@ check_columns(Relation rel, const OwnedTableDef *def)
  * executor, which this layer does not run.
  */
 static void
-check_executor_features(Relation rel, const OwnedTableDef *def)
+check_executor_features(Relation rel, const OwnedTableDef *def, bool by_relid)
 {
 	Oid			nspid = get_namespace_oid("ordering", false);
 	TupleConstr *constr = RelationGetDescr(rel)->constr;
@@ -325,37 +432,33 @@ check_executor_features(Relation rel, const OwnedTableDef *def)
 		char	   *funcname = get_func_name(trig->tgfoid);
 		bool		ours = false;
 
-		for (int j = 0; j < lengthof(def->triggers) && def->triggers[j]; j++)
+		for (int j = 0; !by_relid && j < lengthof(def->triggers) && def->triggers[j]; j++)
 			ours = ours || strcmp(def->triggers[j], trig->tgname) == 0;
 		ours = ours && get_func_namespace(trig->tgfoid) == nspid;
 		if (ours)
 			continue;
 		if (funcname != NULL && strncmp(funcname, "citus_", 6) == 0)
-			owned_refuse(def, ERRCODE_FEATURE_NOT_SUPPORTED,
+			owned_refuse(rel, ERRCODE_FEATURE_NOT_SUPPORTED,
 						 "it is distributed by Citus",
 						 "The extension's own tables must stay local tables.");
-		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+		owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 					 psprintf("it has the trigger \"%s\", which ordering's direct row access would not fire",
 							  trig->tgname),
-					 reinstall_hint);
+					 refusal_hint(by_relid));
 	}
 	if (rel->rd_rules != NULL)
-		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-					 "it has rules", reinstall_hint);
+		owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					 "it has rules", refusal_hint(by_relid));
 	if (rel->rd_rel->relrowsecurity)
-		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-					 "row-level security is enabled on it", reinstall_hint);
+		owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					 "row-level security is enabled on it", refusal_hint(by_relid));
 	for (int i = 0; constr != NULL && i < constr->num_check; i++)
 	{
-		bool		known = false;
-
-		for (int j = 0; j < lengthof(def->checks) && def->checks[j]; j++)
-			known = known || strcmp(def->checks[j], constr->check[i].ccname) == 0;
-		if (!known)
-			owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+		if (!known_check(def, constr->check[i].ccname, by_relid))
+			owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 						 psprintf("it has the check constraint \"%s\"",
 								  constr->check[i].ccname),
-						 reinstall_hint);
+						 refusal_hint(by_relid));
 	}
 }
 
@@ -363,10 +466,12 @@ check_executor_features(Relation rel, const OwnedTableDef *def)
  * An index this layer can maintain: on plain columns, without a predicate,
  * not an exclusion constraint, unique only if checked immediately.  The
  * primary key must moreover be a btree on exactly the key columns, in the
- * "C" collation, which is what the scans rely on.
+ * collation of each text column ("C" in the extension's own tables), which
+ * is what the scans rely on.
  */
 static void
-check_index(Relation rel, const OwnedTableDef *def, Oid indexid, bool primary)
+check_index(Relation rel, const OwnedTableDef *def, Oid indexid, bool primary,
+			bool by_relid)
 {
 	Relation	idx = index_open(indexid, AccessShareLock);
 	Form_pg_index form = idx->rd_index;
@@ -382,14 +487,16 @@ check_index(Relation rel, const OwnedTableDef *def, Oid indexid, bool primary)
 		for (int i = 0; ok && i < def->nkeys; i++)
 			ok = form->indkey.values[i] == i + 1 &&
 				(def->cols[i].type != TEXTOID ||
-				 idx->rd_indcollation[i] == C_COLLATION_OID);
+				 (idx->rd_indcollation[i] ==
+				  TupleDescAttr(RelationGetDescr(rel), i)->attcollation &&
+				  key_collation_ok(idx->rd_indcollation[i], by_relid)));
 	}
 	if (!ok)
-		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+		owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 					 psprintf(primary ? "its primary key \"%s\" was changed" :
 							  "its index \"%s\" is on an expression, partial, deferrable or an exclusion constraint",
 							  RelationGetRelationName(idx)),
-					 primary ? reinstall_hint :
+					 primary ? refusal_hint(by_relid) :
 					 "Drop that index: ordering maintains only indexes on plain columns.");
 	index_close(idx, AccessShareLock);
 }
@@ -399,24 +506,24 @@ check_index(Relation rel, const OwnedTableDef *def, Oid indexid, bool primary)
  * header) or returns.
  */
 static void
-check_table(Relation rel, const OwnedTableDef *def)
+check_table(Relation rel, const OwnedTableDef *def, bool by_relid)
 {
 	List	   *indexes;
 	ListCell   *lc;
 	Oid			pkid = ordering_primary_key_index(rel);
 
 	owned_check_version();
-	check_columns(rel, def);
+	check_columns(rel, def, by_relid);
 	if (!OidIsValid(pkid))
-		owned_refuse(def, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+		owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 					 "it has no primary key that is checked immediately",
-					 reinstall_hint);
+					 refusal_hint(by_relid));
 	indexes = RelationGetIndexList(rel);
 	foreach(lc, indexes)
-		check_index(rel, def, lfirst_oid(lc), lfirst_oid(lc) == pkid);
+		check_index(rel, def, lfirst_oid(lc), lfirst_oid(lc) == pkid, by_relid);
 	list_free(indexes);
 	/* after the indexes: a deferrable key brings a trigger of its own */
-	check_executor_features(rel, def);
+	check_executor_features(rel, def, by_relid);
 }
 
 /*
@@ -450,10 +557,61 @@ owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel)
 	}
 	if (!state->checked)
 	{
-		check_table(orel->rel, def);
+		check_table(orel->rel, def, false);
 		state->checked = true;
 	}
 	orel->id = id;
+	orel->pk = NULL;
+	orel->mode = mode;
+}
+
+/*
+ * Open a table that has the shape of one of the extension's tables, found
+ * by OID by the caller (file header), with the given lock, and check that
+ * we may use it as that shape.  Everything the other functions of this
+ * layer do then works on it as on the extension's table: row access, the
+ * TID cache, the locking and isolation rules of owned_rows.c.  The caller
+ * decided from catalogs read before the lock; the lock has processed the
+ * invalidations since, and the table is checked again if its relcache
+ * entry was rebuilt, so a table that was altered or replaced meanwhile is
+ * refused or no longer found.
+ */
+void
+owned_open_relid(OwnedTableId shape, Oid relid, LOCKMODE mode,
+				 OwnedRel *orel)
+{
+	OwnedRelidState *entry;
+	bool		found;
+
+	Assert(shape >= 0 && shape < OWNED_NUM_TABLES);
+	if (!owned_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(owned_relcache_callback, (Datum) 0);
+		owned_callback_registered = true;
+	}
+	if (owned_relid_state == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(OwnedRelidState);
+		owned_relid_state = hash_create("ordering tables opened by OID", 64,
+										&ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	orel->rel = try_table_open(relid, mode);
+	if (orel->rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	/* the lock processed invalidations: a verdict found now is current */
+	entry = hash_search(owned_relid_state, &relid, HASH_FIND, &found);
+	if (entry == NULL || entry->shape != shape)
+	{
+		check_table(orel->rel, &owned_defs[shape], true);
+		entry = hash_search(owned_relid_state, &relid, HASH_ENTER, &found);
+		entry->shape = shape;
+	}
+	orel->id = shape;
 	orel->pk = NULL;
 	orel->mode = mode;
 }
@@ -472,8 +630,7 @@ owned_pk(OwnedRel *orel)
 		Relation	idx;
 
 		if (!OidIsValid(pkid))
-			owned_refuse(&owned_defs[orel->id],
-						 ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+			owned_refuse(orel->rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 						 "it has no primary key", reinstall_hint);
 		idx = index_open(pkid, orel->mode);
 		if (ordering_primary_key_index(orel->rel) == pkid)
@@ -485,7 +642,7 @@ owned_pk(OwnedRel *orel)
 }
 
 /*
- * Close what owned_open() opened; the locks stay to the end of the
+ * Close what owned_open() or owned_open_relid() opened; the locks stay to the end of the
  * transaction, as for any table a statement used.
  */
 void

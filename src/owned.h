@@ -24,7 +24,8 @@
 
 #include "compat.h"
 
-/* The extension's tables this layer accesses */
+/* The extension's tables this layer accesses, and the shapes of the tables
+ * it opens by OID */
 typedef enum OwnedTableId
 {
 	OWNED_SEQUENCES,			/* (stream, resource_id) -> last_seq */
@@ -87,7 +88,8 @@ typedef enum OwnedTableId
 /* One of the tables, open for one call */
 typedef struct OwnedRel
 {
-	OwnedTableId id;
+	OwnedTableId id;			/* the table, or the shape of one opened by
+								 * OID */
 	Relation	rel;
 	Relation	pk;				/* its primary key: NULL until owned_pk() */
 	LOCKMODE	mode;
@@ -133,8 +135,14 @@ typedef struct OwnedScan
 	TupleTableSlot *slot;
 } OwnedScan;
 
-/* owned.c: the tables */
+/*
+ * owned.c: the tables.  owned_open() opens one of the extension's tables,
+ * owned_open_relid() a table of the same shape that the caller found by
+ * OID (a counter table of a stream distributed by Citus: see owned.c).
+ */
 extern void owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel);
+extern void owned_open_relid(OwnedTableId shape, Oid relid, LOCKMODE mode,
+							 OwnedRel *orel);
 extern Relation owned_pk(OwnedRel *orel);
 extern void owned_close(OwnedRel *orel);
 extern void owned_prevent_write(const char *what);

@@ -74,7 +74,8 @@
  *
  * Each backend remembers, in a small two-way set-associative cache, the TID
  * of the index entry (the root of the row's HOT chain) where it last found
- * each key of ordering.sequences and ordering.positions.  A HOT update keeps
+ * each key of ordering.sequences and ordering.positions (and of the tables
+ * of their shapes opened by OID: the cache is keyed by relation OID).  A HOT update keeps
  * that root, so the cached TID usually leads straight to the row without
  * descending the btree.  The cache is only a hint: a TID is followed with
  * the snapshot of the call (under SERIALIZABLE the heap fetch takes its
@@ -109,6 +110,7 @@
 #include "storage/smgr.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -377,16 +379,18 @@ fetch_cached(Relation rel, const Datum *key, uint64 hash, Snapshot snapshot,
 /*
  * Initialize scan keys on the first nkeys columns of a table's primary key
  * (equality), and optionally "column nkeys + 1 <strategy> bound" on a bigint
- * column.  Returns how many keys it filled.  Text compares in the "C"
- * collation, the columns' collation (owned.c checks it).
+ * column.  Returns how many keys it filled.  Text compares in the collation
+ * of the primary key's column (owned.c checks it: "C" in the extension's
+ * own tables, a deterministic one in a table found by OID).
  */
 static int
-init_scan_keys(OwnedTableId id, ScanKey keys, const Datum *key, int nkeys,
+init_scan_keys(OwnedRel *orel, ScanKey keys, const Datum *key, int nkeys,
 			   StrategyNumber strategy, Datum bound)
 {
 	static const RegProcedure int8procs[BTMaxStrategyNumber + 1] = {
 		InvalidOid, F_INT8LT, F_INT8LE, F_INT8EQ, F_INT8GE, F_INT8GT
 	};
+	OwnedTableId id = orel->id;
 	int			n = 0;
 
 	for (; n < nkeys; n++)
@@ -397,6 +401,8 @@ init_scan_keys(OwnedTableId id, ScanKey keys, const Datum *key, int nkeys,
 					type == TEXTOID ? F_TEXTEQ :
 					type == REGCLASSOID ? F_OIDEQ : F_INT8EQ,
 					key[n]);
+		if (type == TEXTOID)
+			keys[n].sk_collation = owned_pk(orel)->rd_indcollation[n];
 	}
 	if (strategy != InvalidStrategy)
 	{
@@ -432,7 +438,7 @@ owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
 		return true;
 
 	nkeys = owned_pk(orel)->rd_index->indnkeyatts;
-	(void) init_scan_keys(orel->id, keys, key, nkeys, InvalidStrategy, 0);
+	(void) init_scan_keys(orel, keys, key, nkeys, InvalidStrategy, 0);
 	scan = ordering_index_beginscan(rel, owned_pk(orel), snapshot, nkeys, 0);
 	index_rescan(scan, keys, nkeys, NULL, 0);
 	while ((tid = index_getnext_tid(scan, ForwardScanDirection)) != NULL)
@@ -554,8 +560,9 @@ write_version(OwnedRel *orel, const OwnedRow *row, Datum *values,
 			break;
 		default:
 			/* we saw the newest version, ours or committed */
-			elog(ERROR, "unexpected heap_update status %u on ordering.%s",
-				 result, RelationGetRelationName(rel));
+			elog(ERROR, "unexpected heap_update status %u on %s.%s", result,
+				 get_namespace_name(RelationGetNamespace(rel)),
+				 RelationGetRelationName(rel));
 	}
 	heap_freetuple(newtup);
 	bms_free(changed);
@@ -591,7 +598,7 @@ probe_dirty(OwnedRel *orel, const Datum *key, TransactionId *xwait,
 	bool		found;
 
 	InitDirtySnapshot(dirty);
-	(void) init_scan_keys(orel->id, keys, key, nkeys, InvalidStrategy, 0);
+	(void) init_scan_keys(orel, keys, key, nkeys, InvalidStrategy, 0);
 	scan = ordering_index_beginscan(orel->rel, owned_pk(orel), &dirty, nkeys, 0);
 	index_rescan(scan, keys, nkeys, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
@@ -643,7 +650,8 @@ concurrent_change(OwnedRel *orel, const char *what)
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("could not serialize access due to concurrent update"),
-			 errdetail("A row of ordering.%s was %s by a concurrent transaction.",
+			 errdetail("A row of %s.%s was %s by a concurrent transaction.",
+					   get_namespace_name(RelationGetNamespace(orel->rel)),
 					   RelationGetRelationName(orel->rel), what)));
 }
 
@@ -797,7 +805,7 @@ owned_scan_begin(OwnedRel *orel, OwnedScan *scan, const Datum *key, int nkeys,
 				 StrategyNumber strategy, Datum bound, Snapshot snapshot)
 {
 	ScanKeyData keys[INDEX_MAX_KEYS];
-	int			n = init_scan_keys(orel->id, keys, key, nkeys, strategy, bound);
+	int			n = init_scan_keys(orel, keys, key, nkeys, strategy, bound);
 
 	scan->slot = table_slot_create(orel->rel, NULL);
 	scan->scan = ordering_index_beginscan(orel->rel, owned_pk(orel), snapshot,
