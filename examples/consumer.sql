@@ -1,7 +1,7 @@
 -- The consumer database of the client examples: where the step consumer
 -- applies each event, and the handler that deliver() calls for the
 -- dead-letter variant.  Run once in the consumer database (after
--- CREATE EXTENSION ordering):  psql -d shop_consumer -f examples/consumer.sql
+-- CREATE EXTENSION ordering):  psql -d billing -f examples/consumer.sql
 
 -- One row per applied event, in the order they were applied.
 CREATE TABLE IF NOT EXISTS example_ledger (
