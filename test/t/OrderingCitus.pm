@@ -1,0 +1,179 @@
+# A Citus cluster for the TAP tests: a coordinator and N workers, each a
+# PostgreSQL::Test::Cluster with shared_preload_libraries = 'citus,ordering',
+# added to one another, with the extensions created.
+#
+# Citus is not in Debian's archive, so CI cannot install it: a test that
+# uses this module calls OrderingCitus::skip_unless_citus() first, which
+# skips the whole test, with the reason printed, when the server's
+# pkglibdir has no citus.so.
+#
+#   use OrderingCitus;
+#   OrderingCitus::skip_unless_citus();
+#   my $cluster = OrderingCitus->new('name', workers => 2);
+#   my $coord = $cluster->coordinator;      # PostgreSQL::Test::Cluster
+#   my @workers = $cluster->workers;
+#   my $third = $cluster->add_worker;       # a new node, added (no shards)
+#   $cluster->node_id($third);              # its nodeid in pg_dist_node
+#   $cluster->each_node(sub { my ($node) = @_; ... });
+#
+# The nodes listen on Unix sockets in one directory (PostgreSQL::Test::Cluster's
+# default), which Citus takes as the host name of each node.  wal_level is
+# logical and output_plugin_libraries names citus, so that every shard
+# transfer mode works, non-blocking splits included (PostgreSQL 15.19 and
+# later load only the output plugins listed there).  Every node is in
+# database "postgres".
+package OrderingCitus;
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+# The server's pkglibdir, as the binaries the tests run report it.
+sub pkglibdir
+{
+	my $dir = `pg_config --pkglibdir`;
+	chomp $dir if defined $dir;
+	return $dir;
+}
+
+# Skip the whole test unless Citus is installed where the server loads
+# libraries from; says why.
+sub skip_unless_citus
+{
+	my $dir = pkglibdir();
+	if (!defined $dir || $dir eq '')
+	{
+		plan skip_all => 'Citus tests skipped: pg_config --pkglibdir gave nothing';
+	}
+	elsif (!-e "$dir/citus.so")
+	{
+		plan skip_all => "Citus tests skipped: no citus.so in the server's pkglibdir $dir";
+	}
+	return;
+}
+
+# The version of Citus installed, from its control file, for the log.
+sub citus_version
+{
+	my ($self) = @_;
+	return $self->{coordinator}->safe_psql('postgres',
+		'SELECT extversion FROM pg_extension WHERE extname = $$citus$$');
+}
+
+# A new node with Citus and ordering preloaded, started.
+sub _new_node
+{
+	my ($self, $name) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $host = $node->host;
+	$node->init(allows_streaming => 'logical');
+	$node->append_conf('postgresql.conf', join("\n",
+		"shared_preload_libraries = 'citus,ordering'",
+		# Citus connects to every node once per shard group a statement
+		# touches: PostgreSQL::Test::Cluster's 10 connections are too few
+		"max_connections = 150",
+		"max_prepared_transactions = 100",
+		"max_worker_processes = 24",
+		"max_replication_slots = 20",
+		"max_wal_senders = 20",
+		"output_plugin_libraries = 'pgoutput, test_decoding, citus'",
+		# the nodes talk over Unix sockets, which have no SSL; a node
+		# reaches itself by its socket directory, not localhost
+		"citus.node_conninfo = 'sslmode=disable'",
+		"citus.local_hostname = '$host'",
+		# shards left behind by moves and splits go soon
+		"citus.defer_shard_delete_interval = 1000",
+		"ordering.sweep_interval = '1s'",
+		@{ $self->{extra_conf} }) . "\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
+	return $node;
+}
+
+# A coordinator and $opt{workers} workers (default 2), added to one another.
+# $opt{extra_conf}: more postgresql.conf lines for every node.
+# $opt{ordering} (default 1): CREATE EXTENSION ordering on the coordinator,
+# which Citus creates on the workers too.
+sub new
+{
+	my ($class, $name, %opt) = @_;
+	my $self = bless {
+		name => $name,
+		extra_conf => $opt{extra_conf} // [],
+		workers => [],
+		count => 0,
+	}, $class;
+	my $workers = $opt{workers} // 2;
+
+	$self->{coordinator} = $self->_new_node("${name}_coordinator");
+	$self->{coordinator}->safe_psql('postgres', sprintf(
+		q{SELECT citus_set_coordinator_host('%s', %d)},
+		$self->{coordinator}->host, $self->{coordinator}->port));
+	$self->add_worker for 1 .. $workers;
+	if ($opt{ordering} // 1)
+	{
+		$self->{coordinator}->safe_psql('postgres', 'CREATE EXTENSION ordering');
+	}
+	return $self;
+}
+
+# Start one more worker and add it to the cluster; returns its node.  It
+# holds no shards until a rebalance or a move gives it some.
+sub add_worker
+{
+	my ($self) = @_;
+	$self->{count}++;
+	my $node = $self->_new_node("$self->{name}_worker$self->{count}");
+	$self->{coordinator}->safe_psql('postgres', sprintf(
+		q{SELECT citus_add_node('%s', %d)}, $node->host, $node->port));
+	push @{ $self->{workers} }, $node;
+	return $node;
+}
+
+sub coordinator { return $_[0]->{coordinator}; }
+
+sub workers { return @{ $_[0]->{workers} }; }
+
+# The coordinator, then every worker.
+sub nodes
+{
+	my ($self) = @_;
+	return ($self->{coordinator}, @{ $self->{workers} });
+}
+
+# Call $code->($node) on every node.
+sub each_node
+{
+	my ($self, $code) = @_;
+	$code->($_) for $self->nodes;
+	return;
+}
+
+# A node's nodeid in pg_dist_node.
+sub node_id
+{
+	my ($self, $node) = @_;
+	return $self->{coordinator}->safe_psql('postgres', sprintf(
+		q{SELECT nodeid FROM pg_dist_node WHERE nodename = '%s' AND nodeport = %d},
+		$node->host, $node->port));
+}
+
+# The node a connection string names, by host and port (for pgbench and
+# psql run outside PostgreSQL::Test::Cluster).
+sub connstr
+{
+	my ($self, $node) = @_;
+	return $node->connstr('postgres');
+}
+
+# Stop every node.
+sub stop
+{
+	my ($self, $mode) = @_;
+	$_->stop($mode // 'fast') for reverse $self->nodes;
+	return;
+}
+
+1;
