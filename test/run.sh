@@ -89,15 +89,21 @@ chmod 755 "$logs"
 # v2): a suite's processes, and the servers they start, stay in its group.
 # On a machine shared with other work the wall time says little; the CPU
 # time says where the time goes.  Without cgroups the column shows "-".
+# The groups are made below the one this command runs in, so that what
+# contains it counts them too.
 cg_run=
 if [ "$(id -u)" -eq 0 ]; then
-	for d in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
-		if [ -f "$d/cpuacct.usage" ] || [ -f "$d/cgroup.controllers" ]; then
-			cg_run="$d/ordering-run.${logs##*.}"
-			mkdir "$cg_run" 2>/dev/null || cg_run=
-			break
-		fi
-	done
+	if [ -f /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
+		cg_run=/sys/fs/cgroup/cpuacct$(sed -n 's/^[0-9]*:[^:]*cpuacct[^:]*://p' /proc/self/cgroup)
+	elif [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		cg_run=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+	elif [ -f /sys/fs/cgroup/unified/cgroup.controllers ]; then
+		cg_run=/sys/fs/cgroup/unified$(sed -n 's/^0:://p' /proc/self/cgroup)
+	fi
+	if [ -n "$cg_run" ]; then
+		cg_run=${cg_run%/}/ordering-run.${logs##*.}
+		mkdir "$cg_run" 2>/dev/null || cg_run=
+	fi
 fi
 cg_join() {
 	[ -n "$cg_run" ] && mkdir "$cg_run/$1" 2>/dev/null &&
