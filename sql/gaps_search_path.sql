@@ -59,7 +59,7 @@ SELECT consumer, resource_id, missing_from, missing_to, parked_count,
 -- within the backoff: nothing
 SELECT pg_catalog.count(*) FROM ordering.sweep_gaps();
 SELECT consumer, resource_id, missing_from, missing_to, parked_count
-  FROM ordering.open_gaps;
+  FROM ordering.open_gaps ORDER BY 1, 2;
 SELECT consumer, gaps_escalated, parked_current, reorder_distance_buckets
   FROM ordering.stats;
 -- (the gap age counts from 2020: shown as whether it is over three years)

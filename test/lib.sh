@@ -44,6 +44,30 @@ pg_dir() {
 	"$PG_CONFIG_SYSTEM" "$1"
 }
 
+# apt-get, waiting for another apt or dpkg to finish instead of failing at
+# once: DPkg::Lock::Timeout covers the dpkg lock of install and remove; the
+# lists lock of "apt-get update" knows no timeout, so update is retried.
+APT_LOCK_TIMEOUT=${APT_LOCK_TIMEOUT:-600}
+apt_get() {
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout="$APT_LOCK_TIMEOUT" "$@"
+}
+
+apt_get_update() {
+	local waited=0 err
+	err=$(mktemp)
+	until apt_get update -qq 2>"$err"; do
+		if ! grep -q "Could not get lock" "$err" || [ "$waited" -ge "$APT_LOCK_TIMEOUT" ]; then
+			cat "$err" >&2
+			rm -f "$err"
+			return 1
+		fi
+		[ "$waited" -eq 0 ] && echo "apt-get update: waiting for another apt to finish"
+		sleep 5
+		waited=$((waited + 5))
+	done
+	rm -f "$err"
+}
+
 # Install the Debian packages that are missing (needs root and apt-get).
 ensure_packages() {
 	local missing=()
@@ -53,9 +77,8 @@ ensure_packages() {
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	echo "installing: ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	apt_get_update
+	apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # Run a command as the postgres user (PostgreSQL refuses to run as root).
@@ -71,20 +94,30 @@ as_postgres() {
 # directory owned by postgres.  The server finds its share and lib
 # directories relative to its own binary, so the copy serves the extension
 # installed into it and leaves the system's installation alone.
+#
+# test/run.sh builds one sandbox and names it in ORDERING_SANDBOX_BASE: then
+# this clones that one instead (its source tree with the objects built, and
+# its PostgreSQL copy with the extension installed), so that each suite has
+# a directory of its own without building again; sandbox_build then finds
+# nothing to compile.
 sandbox_create() {
 	local src=$1
 	SANDBOX=$(mktemp -d /tmp/ordering.XXXXXX)
 	chmod 755 "$SANDBOX"
-	mkdir -p "$SANDBOX/src" "$SANDBOX/inst"
-	tar -C "$src" --exclude=.git --exclude='tmp_check*' --exclude=results \
-		--exclude=output_iso --exclude='*.o' --exclude='*.so' \
-		--exclude='*.bc' -cf - . | tar -C "$SANDBOX/src" -xf -
-	# the server finds the other two relative to bindir: keep their places
-	local dir
-	for dir in "$(pg_dir --bindir)" "$(pg_dir --pkglibdir)" "$(pg_dir --sharedir)"; do
-		mkdir -p "$SANDBOX/inst$(dirname "$dir")"
-		cp -a "$dir" "$SANDBOX/inst$dir"
-	done
+	if [ -n "${ORDERING_SANDBOX_BASE:-}" ] && [ -f "$ORDERING_SANDBOX_BASE/built" ]; then
+		cp -a "$ORDERING_SANDBOX_BASE/src" "$ORDERING_SANDBOX_BASE/inst" "$SANDBOX/"
+	else
+		mkdir -p "$SANDBOX/src" "$SANDBOX/inst"
+		tar -C "$src" --exclude=.git --exclude='tmp_check*' --exclude=results \
+			--exclude=output_iso --exclude='*.o' --exclude='*.so' \
+			--exclude='*.bc' -cf - . | tar -C "$SANDBOX/src" -xf -
+		# the server finds the other two relative to bindir: keep their places
+		local dir
+		for dir in "$(pg_dir --bindir)" "$(pg_dir --pkglibdir)" "$(pg_dir --sharedir)"; do
+			mkdir -p "$SANDBOX/inst$(dirname "$dir")"
+			cp -a "$dir" "$SANDBOX/inst$dir"
+		done
+	fi
 	SANDBOX_BIN=$SANDBOX/inst$(pg_dir --bindir)
 	if [ "$(id -u)" -eq 0 ]; then
 		chown -R postgres: "$SANDBOX"
@@ -98,16 +131,130 @@ sandbox_destroy() {
 }
 
 # Build with the system's headers, install into the sandbox's copy.
+# ORDERING_WERROR=-Werror (test/run.sh sets it) turns warnings into errors;
+# the Makefile alone does not, so that packagers' newer compilers build it.
 sandbox_build() {
-	as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM"
+	as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" \
+		ORDERING_WERROR="${ORDERING_WERROR:-}"
 	as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" \
 		DESTDIR="$SANDBOX/inst" install
 }
 
-# Run a make target of the source copy against the sandbox's binaries.
+# Run a make target of the source copy against the sandbox's binaries.  The
+# suites' test lists come from test_list (tests that need a contrib module
+# this PostgreSQL lacks are left out there, saying so).
 sandbox_make() {
 	as_postgres make -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" \
-		bindir="$SANDBOX_BIN" "$@"
+		bindir="$SANDBOX_BIN" ORDERING_WERROR="${ORDERING_WERROR:-}" "$@"
+}
+
+# ---------------------------------------------------------------------------
+# Contrib modules: some tests need a module that Debian's server package
+# ships but a PostgreSQL built from source has only after "make install" in
+# its contrib/ (amcheck, dblink, test_decoding, ...).  The tests say what
+# they need (CREATE EXTENSION, a logical decoding plugin by name); a test
+# whose module this PostgreSQL lacks is left out of its suite, saying why,
+# or with ORDERING_MISSING_CONTRIB=fail the run stops before it starts.
+# ---------------------------------------------------------------------------
+
+# The modules the given test files need, one a line: the extensions they
+# create (not ordering itself, nor citus, whose tests skip themselves where
+# it is missing) and the logical decoding plugins they name.
+test_needs() {
+	grep -ohiE "create extension +(if not exists +)?\"?[a-z_0-9]+|'test_decoding'" "$@" 2>/dev/null |
+		sed -E "s/.* \"?([a-zA-Z_0-9]+)$/\1/; s/'//g" | tr 'A-Z' 'a-z' |
+		grep -vxE 'ordering|citus' | sort -u
+	return 0
+}
+
+# Whether the PostgreSQL in use has a module: its extension control file,
+# or its library (output plugins are libraries only).
+module_available() {
+	[ -f "$(pg_dir --sharedir)/extension/$1.control" ] ||
+		[ -f "$(pg_dir --pkglibdir)/$1.so" ]
+}
+
+# The tests of a suite (regress, isolation, tap) as the Makefile in $2 lists
+# them (REGRESS, ISOLATION, PROVE_TESTS), with their files.
+suite_tests() {
+	local suite=$1 dir=$2 var
+	case "$suite" in
+		regress) var=REGRESS ;;
+		isolation) var=ISOLATION ;;
+		tap) var=PROVE_TESTS ;;
+	esac
+	# shellcheck disable=SC2016 # make expands it
+	make -s --no-print-directory -C "$dir" PG_CONFIG="$PG_CONFIG_SYSTEM" \
+		--eval='print-tests: ; @echo $('"$var"')' print-tests
+}
+
+test_file() {
+	case "$1" in
+		regress) echo "$3/sql/$2.sql" ;;
+		isolation) echo "$3/test/specs/$2.spec" ;;
+		tap) echo "$3/$2" ;;
+	esac
+}
+
+# test_list SUITE DIR: the suite's tests that this PostgreSQL can run, on
+# one line; each test left out is named on stderr with the module it needs.
+test_list() {
+	local suite=$1 dir=$2 t m tests=() missing
+	for t in $(cd "$dir" && eval "echo $(suite_tests "$suite" "$dir")"); do
+		missing=
+		for m in $(test_needs "$(test_file "$suite" "$t" "$dir")"); do
+			module_available "$m" || missing="$missing $m"
+		done
+		if [ -n "$missing" ]; then
+			echo "$suite: skipped $t: needs${missing}, which this PostgreSQL ($PG_CONFIG_SYSTEM) lacks" >&2
+		else
+			tests+=("$t")
+		fi
+	done
+	echo "${tests[*]}"
+}
+
+# Says up front which contrib modules the suites need and which of them this
+# PostgreSQL lacks; with ORDERING_MISSING_CONTRIB=fail, a missing one fails.
+contrib_report() {
+	local dir=$1 suite t m line missing=() base=()
+	declare -A used=()
+	shift
+	# valgrind and upgrade run the regression and isolation tests too
+	for suite in "$@"; do
+		case "$suite" in
+			regress|valgrind|upgrade) base+=(regress) ;;
+		esac
+		case "$suite" in
+			isolation|valgrind) base+=(isolation) ;;
+			tap) base+=(tap) ;;
+		esac
+	done
+	for suite in $(printf '%s\n' "${base[@]}" | sort -u); do
+		for t in $(cd "$dir" && eval "echo $(suite_tests "$suite" "$dir")"); do
+			for m in $(test_needs "$(test_file "$suite" "$t" "$dir")"); do
+				used[$m]="${used[$m]:-}${used[$m]:+, }$suite $(basename "$t" .pl)"
+			done
+		done
+	done
+	[ ${#used[@]} -eq 0 ] && return 0
+	for m in $(printf '%s\n' "${!used[@]}" | sort); do
+		if module_available "$m"; then
+			line="have"
+		else
+			line="MISSING"
+			missing+=("$m")
+		fi
+		echo "contrib module $m ($line): ${used[$m]}"
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "this PostgreSQL lacks ${missing[*]}: install them into it (make -C contrib/NAME install" \
+		"in its source tree, as the user who built it), or run without those tests"
+	if [ "${ORDERING_MISSING_CONTRIB:-skip}" = fail ]; then
+		echo "ORDERING_MISSING_CONTRIB=fail: stopping before any suite runs" >&2
+		return 1
+	fi
+	echo "the tests that need them are skipped (ORDERING_MISSING_CONTRIB=fail stops here instead)"
 }
 
 sandbox_show_diffs() {

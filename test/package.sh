@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 #
 # The package suite of test/run.sh: the Debian package, built, checked,
-# installed and tested the way a user of the package gets it.
+# unpacked and tested the way a user of the package gets it, without
+# touching the system's PostgreSQL (runs side by side must not disturb each
+# other, nor the machine).
 #
-#   bash test/package.sh        (as root: it installs the package)
+#   bash test/package.sh        (as root: it installs the build tools)
 #
 # 1. Builds postgresql-15-ordering from a copy of the tree with
 #    `dpkg-buildpackage -b -us -uc` (debian/, pg_buildext), as the postgres
-#    user; the package's version must be ordering.control's.
+#    user and without ORDERING_WERROR (a packager's build); the package's
+#    version must be ordering.control's.
 # 2. Checks it with lintian: no error and no warning.
-# 3. Installs it into the system's PostgreSQL and verifies the installed
-#    files against the package.
+# 3. Unpacks it with `dpkg -x` into a private copy of the system's
+#    PostgreSQL, from which every file of the extension was removed first,
+#    and verifies the unpacked files against the package's md5sums.
 # 4. Runs the regression suite (REGRESS of the Makefile) against the
-#    installed package on a temporary instance (the system's binaries, so
-#    the system's extension directory), and the README's quick start on
-#    another one.
-# 5. Removes the package again, unless it was installed before.
+#    unpacked package on a temporary instance of that copy (its binaries, so
+#    its extension directory), and the README's quick start on another one.
 #
 # Exits non-zero on any failure and keeps its work directory for a look.
 set -euo pipefail
@@ -25,8 +27,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$here/test/lib.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "package: must run as root: it installs the package" >&2
+	echo "package: must run as root: it installs the build tools" >&2
 	exit 1
+fi
+if [ "$PG_DEBIAN" != 1 ]; then
+	echo "package: skipped: the Debian package is built for Debian's PostgreSQL, not $PG_CONFIG_SYSTEM"
+	exit 0
 fi
 ensure_packages build-essential debhelper postgresql-server-dev-all lintian \
 	postgresql-$PG_MAJOR
@@ -35,7 +41,6 @@ pkg=postgresql-$PG_MAJOR-ordering
 version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$here/ordering.control")
 arch=$(dpkg --print-architecture)
 bin=/usr/lib/postgresql/$PG_MAJOR/bin
-apt_lock=(-o DPkg::Lock::Timeout=300)
 
 work=$(mktemp -d /tmp/ordering-package.XXXXXX)
 chmod 755 "$work"
@@ -47,28 +52,18 @@ chown -R postgres: "$work"
 # the postgres user's commands need a working directory they may enter
 cd "$work"
 
-if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-	installed_before=1
-else
-	installed_before=0
-fi
-installed=0
-
-# On the way out: stop the servers, remove the package if this script
-# installed it, and keep the work directory after a failure.
+# On the way out: stop the server, and keep the work directory and the
+# sandbox after a failure.
 finish() {
 	local rc=$?
-	if [ -f "$work/quickstart/postmaster.pid" ]; then
-		runuser -u postgres -- "$bin/pg_ctl" -D "$work/quickstart" -m immediate stop \
-			>/dev/null || true
-	fi
-	if [ "$installed" -eq 1 ] && [ "$installed_before" -eq 0 ]; then
-		apt-get "${apt_lock[@]}" remove -y -qq "$pkg" >/dev/null || true
+	if [ -n "${SANDBOX:-}" ] && [ -f "$work/quickstart/postmaster.pid" ]; then
+		as_postgres pg_ctl -D "$work/quickstart" -m immediate stop >/dev/null || true
 	fi
 	if [ "$rc" -eq 0 ]; then
 		rm -rf "$work"
+		sandbox_destroy
 	else
-		echo "package: FAILED, work directory kept in $work" >&2
+		echo "package: FAILED, work directory kept in $work${SANDBOX:+, the unpacked package in $SANDBOX}" >&2
 	fi
 }
 trap finish EXIT
@@ -77,9 +72,10 @@ as_pg() {
 	runuser -u postgres -- "$@"
 }
 
-# 1. Build
+# 1. Build, as a packager does: no -Werror from test/run.sh
 echo "package: building $pkg $version"
-if ! (cd "$work/ordering" && as_pg dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
+if ! (cd "$work/ordering" && as_pg env -u ORDERING_WERROR dpkg-buildpackage -b -us -uc) \
+	>"$work/build.log" 2>&1; then
 	tail -n 60 "$work/build.log"
 	exit 1
 fi
@@ -89,42 +85,51 @@ if [ ! -f "$deb" ]; then
 	ls "$work" >&2
 	exit 1
 fi
+test "$(dpkg-deb -f "$deb" Version)" = "$version"
 
 # 2. lintian
 echo "package: lintian"
 as_pg lintian --info --fail-on error,warning "$work/ordering_${version}_$arch.changes"
 
-# 3. Install (--reinstall: a package of the same version installed before,
-# from older sources, must not stay in place of the one just built)
-echo "package: installing $deb"
-installed=1
-DEBIAN_FRONTEND=noninteractive apt-get "${apt_lock[@]}" install -y -qq \
-	--reinstall --no-install-recommends "$deb" >/dev/null
-dpkg --verify "$pkg"
-cmp "$(dpkg -L "$pkg" | grep '/ordering\.so$')" \
-	"$work/ordering/debian/$pkg$(dpkg -L "$pkg" | grep '/ordering\.so$')"
-test "$(dpkg-query -W -f='${Version}' "$pkg")" = "$version"
+# 3. Unpack into a private copy of the system's PostgreSQL (not one that
+# test/run.sh built: the package alone must bring the extension), with
+# whatever ordering files the system's copy had removed first.
+echo "package: unpacking $deb into a sandbox"
+unset ORDERING_SANDBOX_BASE
+sandbox_create "$here"
+inst=$SANDBOX/inst
+rm -f "$inst$(pg_dir --pkglibdir)/ordering.so" "$inst$(pg_dir --sharedir)"/extension/ordering[.-]*
+rm -rf "$inst$(pg_dir --pkglibdir)/bitcode/ordering" "$inst$(pg_dir --pkglibdir)/bitcode/ordering.index.bc"
+dpkg -x "$deb" "$inst"
+dpkg -e "$deb" "$work/control"
+# every file of the package, as dpkg --verify would check it installed
+(cd "$inst" && md5sum --quiet -c "$work/control/md5sums")
+so=$(dpkg -c "$deb" | awk '{ print substr($6, 2) }' | grep '/ordering\.so$')
+cmp "$inst$so" "$work/ordering/debian/$pkg$so"
+chown -R postgres: "$SANDBOX"
 
-# 4. The regression suite against the installed package
-echo "package: regression suite against the installed package"
-if ! as_pg make -C "$work/ordering" PG_CONFIG="$bin/pg_config" installcheck-regress; then
+# 4. The regression suite against the unpacked package
+echo "package: regression suite against the unpacked package"
+regress=$(test_list regress "$work/ordering")
+if ! as_pg make -C "$work/ordering" PG_CONFIG="$bin/pg_config" bindir="$SANDBOX_BIN" \
+	REGRESS="$regress" installcheck-regress; then
 	cat "$work/ordering/regression.diffs" 2>/dev/null || true
 	exit 1
 fi
 
 # ... and the README's quick start, in psql, on a server with the library
 # preloaded as the README's install commands set it up.
-echo "package: the README's quick start against the installed package"
+echo "package: the README's quick start against the unpacked package"
 qs=$work/quickstart
 awk '/^## Quick start/ { f = 1 } f && /^```sql/ { g = 1; next } g && /^```/ { exit } g' \
 	"$here/README.md" >"$work/quickstart.sql"
 test -s "$work/quickstart.sql"
-as_pg "$bin/initdb" -D "$qs" -E UTF8 --locale=C.UTF-8 -A trust -U postgres >/dev/null
+as_postgres initdb -D "$qs" -E UTF8 --locale=C.UTF-8 -A trust -U postgres >/dev/null
 echo "shared_preload_libraries = 'ordering'" >>"$qs/postgresql.conf"
-as_pg "$bin/pg_ctl" -D "$qs" -l "$work/quickstart.log" -w \
+as_postgres pg_ctl -D "$qs" -l "$work/quickstart.log" -w \
 	-o "-k $work -c listen_addresses=''" start >/dev/null
 qpsql() {
-	as_pg "$bin/psql" -X -h "$work" -d postgres -v ON_ERROR_STOP=1 "$@"
+	as_postgres psql -X -h "$work" -d postgres -v ON_ERROR_STOP=1 "$@"
 }
 qpsql -qc 'CREATE EXTENSION ordering'
 qpsql -f "$work/quickstart.sql" >"$work/quickstart.out"
@@ -143,5 +148,5 @@ if [ "$ledger" != "$outbox" ]; then
 	echo "package: quick start: ledger $ledger, producer's events $outbox" >&2
 	exit 1
 fi
-as_pg "$bin/pg_ctl" -D "$qs" -w stop >/dev/null
+as_postgres pg_ctl -D "$qs" -w stop >/dev/null
 echo "package: passed (ledger $ledger)"

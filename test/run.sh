@@ -7,9 +7,11 @@
 #                               valgrind: regress + isolation under memcheck,
 #                               monitoring: rules and dashboard against Prometheus,
 #                               examples: the client examples in examples/,
-#                               upgrade: 1.0 filled, then updated (test/upgrade.sh),
+#                               upgrade: 1.0 and 1.1 filled, then updated
+#                               (test/upgrade.sh),
 #                               package: the Debian package built, checked with
-#                               lintian, installed and tested (test/package.sh))
+#                               lintian, unpacked into a sandbox and tested
+#                               (test/package.sh))
 #   PG_CONFIG=/path/to/pg_config bash test/run.sh
 #                               the same against another PostgreSQL (15 or
 #                               later, built with --enable-tap-tests for tap);
@@ -18,52 +20,256 @@
 # Works from any folder on a fresh Debian 12 machine as root: installs what is
 # missing, copies the source tree and a private copy of the PostgreSQL
 # installation into a temporary directory owned by the postgres user, builds
-# and installs the extension into that copy (never into the system's), and
-# runs each suite on its own throwaway server with the library preloaded.
-# Several runs may go on side by side.  Exits non-zero on any failure and
-# prints regression.diffs.  It names the PostgreSQL it tests before it starts.
+# the extension once and installs it into that copy (never into the
+# system's), and gives each suite a copy of that sandbox of its own, where
+# it runs its own throwaway servers with the library preloaded.  The suites
+# share no server, so they run side by side, ORDERING_TEST_JOBS at a time
+# (default 4), longest first; each writes to a log of its own, and the end
+# prints each suite's time and, for a suite that failed, its log (with
+# regression.diffs and the failing TAP logs), and keeps its sandbox.
+# Several runs may go on side by side.  Exits non-zero on any failure.  It
+# names the PostgreSQL it tests before it starts, and the contrib modules the
+# tests need (a test whose module is missing is skipped, saying why;
+# ORDERING_MISSING_CONTRIB=fail stops instead).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=test/lib.sh
 . "$here/test/lib.sh"
 
-suites=${*:-lint regress isolation tap valgrind demo monitoring examples upgrade package}
+# Longest first, so that the short ones fill the gaps at the end.
+all_suites="valgrind tap package upgrade examples demo monitoring regress isolation lint"
+requested=${*:-$all_suites}
+suites=
+for suite in $all_suites; do
+	for r in $requested; do
+		[ "$r" = "$suite" ] && { suites="$suites $suite"; break; }
+	done
+done
+for r in $requested; do
+	case " $all_suites " in
+		*" $r "*) ;;
+		*) echo "unknown suite: $r (suites: $all_suites)" >&2; exit 2 ;;
+	esac
+done
+jobs=${ORDERING_TEST_JOBS:-4}
 
-ensure_packages $(pg_packages) libipc-run-perl \
-	prometheus-postgres-exporter python3-psycopg \
-	make gcc libc6-dev
+# Everything the suites install, installed once up front: the suites run
+# side by side and would otherwise wait for each other's apt-get.
+packages=$(pg_packages)" make gcc libc6-dev"
+for suite in $suites; do
+	case "$suite" in
+		lint) packages="$packages cppcheck clang-tidy pg-bsd-indent" ;;
+		tap) packages="$packages libipc-run-perl" ;;
+		valgrind) packages="$packages valgrind" ;;
+		demo) packages="$packages libpq-dev librabbitmq-dev gnuplot-nox" ;;
+		monitoring) packages="$packages prometheus prometheus-postgres-exporter gnuplot-nox jq yq curl" ;;
+		examples)
+			packages="$packages python3-psycopg golang-go golang-github-lib-pq-dev"
+			if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+				packages="$packages nodejs npm"
+			fi
+			;;
+		upgrade) packages="$packages git" ;;
+		package) packages="$packages build-essential debhelper postgresql-server-dev-all lintian" ;;
+	esac
+done
+# shellcheck disable=SC2086 # package names are words
+ensure_packages $packages
 echo "PostgreSQL: $("$PG_CONFIG_SYSTEM" --version) ($PG_CONFIG_SYSTEM)"
-sandbox_create "$here"
-trap sandbox_destroy EXIT
-sandbox_build
+# shellcheck disable=SC2086
+contrib_report "$here" $suites
+
+# CI builds turn every warning into an error (the Makefile alone does not).
+export ORDERING_WERROR=${ORDERING_WERROR--Werror}
+
+logs=$(mktemp -d /tmp/ordering-logs.XXXXXX)
+chmod 755 "$logs"
+# The CPU time of each suite, where root may make cgroups (v1 cpuacct, or
+# v2): a suite's processes, and the servers they start, stay in its group.
+# On a machine shared with other work the wall time says little; the CPU
+# time says where the time goes.  Without cgroups the column shows "-".
+# The groups are made below the one this command runs in, so that what
+# contains it counts them too.
+cg_run=
+if [ "$(id -u)" -eq 0 ]; then
+	if [ -f /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
+		cg_run=/sys/fs/cgroup/cpuacct$(sed -n 's/^[0-9]*:[^:]*cpuacct[^:]*://p' /proc/self/cgroup)
+	elif [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		cg_run=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+	elif [ -f /sys/fs/cgroup/unified/cgroup.controllers ]; then
+		cg_run=/sys/fs/cgroup/unified$(sed -n 's/^0:://p' /proc/self/cgroup)
+	fi
+	if [ -n "$cg_run" ]; then
+		cg_run=${cg_run%/}/ordering-run.${logs##*.}
+		mkdir "$cg_run" 2>/dev/null || cg_run=
+	fi
+fi
+cg_join() {
+	[ -n "$cg_run" ] && mkdir "$cg_run/$1" 2>/dev/null &&
+		echo "$BASHPID" >"$cg_run/$1/cgroup.procs" 2>/dev/null
+	return 0
+}
+cg_seconds() {
+	local g=$cg_run/$1
+	if [ -f "$g/cpuacct.usage" ]; then
+		echo "$(($(cat "$g/cpuacct.usage") / 1000000000))s"
+	elif [ -f "$g/cpu.stat" ]; then
+		echo "$(($(awk '$1 == "usage_usec" { print $2 }' "$g/cpu.stat") / 1000000))s"
+	else
+		echo -
+	fi
+}
+cg_cleanup() {
+	[ -n "$cg_run" ] || return 0
+	rmdir "$cg_run"/* "$cg_run" 2>/dev/null || true
+}
+
+base=
+cleanup() {
+	[ -n "$base" ] && [ -d "$base" ] && rm -rf "$base"
+	cg_cleanup
+	return 0
+}
+trap cleanup EXIT
+
+# The sandbox built once: every suite but lint and package starts from a
+# copy of it (test/lib.sh, ORDERING_SANDBOX_BASE).
+case "$suites" in
+	*regress* | *isolation* | *tap* | *valgrind* | *demo* | *monitoring* | *examples* | *upgrade*)
+		start=$SECONDS
+		sandbox_create "$here"
+		base=$SANDBOX
+		if ! sandbox_build >"$logs/build.log" 2>&1; then
+			cat "$logs/build.log"
+			echo "the build failed" >&2
+			exit 1
+		fi
+		touch "$base/built"
+		echo "built the extension in $base ($((SECONDS - start)) s)"
+		export ORDERING_SANDBOX_BASE=$base
+		unset SANDBOX SANDBOX_BIN
+		;;
+esac
+
+# One of regress, isolation, tap in a sandbox of its own; on failure the
+# diffs and failing TAP logs, and the sandbox is kept.
+pgxs_suite() {
+	local suite=$1 list var
+	sandbox_create "$here"
+	sandbox_build >/dev/null
+	case "$suite" in
+		regress) var=REGRESS ;;
+		isolation) var=ISOLATION ;;
+		tap) var=PROVE_TESTS ;;
+	esac
+	list=$(test_list "$suite" "$SANDBOX/src")
+	if [ -z "$list" ]; then
+		echo "$suite: no test left to run"
+		sandbox_destroy
+		return 0
+	fi
+	# prove runs ORDERING_PROVE_JOBS test files at a time (default 2): each
+	# has clusters of its own in its own directory, and many of them wait
+	# (for a worker, a standby, a restart) more than they compute
+	local flags=()
+	if [ "$suite" = tap ]; then
+		flags=("PROVE_FLAGS=${PROVE_FLAGS:--j${ORDERING_PROVE_JOBS:-2}}")
+	fi
+	if sandbox_make "installcheck-$suite" "$var=$list" "${flags[@]}"; then
+		sandbox_destroy
+	else
+		sandbox_show_diffs
+		echo "sandbox kept in $SANDBOX" >&2
+		return 1
+	fi
+}
+
+run_suite() {
+	local suite=$1
+	case "$suite" in
+		lint) bash "$here/test/lint.sh" ;;
+		valgrind) bash "$here/test/valgrind.sh" ;;
+		regress | isolation | tap) pgxs_suite "$suite" ;;
+		demo) bash "$here/demo/test.sh" ;;
+		monitoring) bash "$here/test/monitoring.sh" ;;
+		examples) bash "$here/examples/test.sh" ;;
+		upgrade) bash "$here/test/upgrade.sh" ;;
+		package) bash "$here/test/package.sh" ;;
+	esac
+}
+
+fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+
+declare -A pid_of=() started=() elapsed=() status=()
+run_start=$SECONDS
+echo "running:$suites ($jobs at a time; logs in $logs)"
+# Waits for one suite to end and records it.
+reap() {
+	local done_pid suite rc=0
+	wait -n -p done_pid || rc=$?
+	for suite in "${!pid_of[@]}"; do
+		[ "${pid_of[$suite]}" = "$done_pid" ] || continue
+		elapsed[$suite]=$((SECONDS - started[$suite]))
+		status[$suite]=$rc
+		unset "pid_of[$suite]"
+		if [ "$rc" -eq 0 ]; then
+			echo "$(date +%T) $suite passed ($(fmt_time "${elapsed[$suite]}"))"
+		else
+			echo "$(date +%T) $suite FAILED ($(fmt_time "${elapsed[$suite]}")), log: $logs/$suite.log"
+		fi
+	done
+}
+for suite in $suites; do
+	while [ ${#pid_of[@]} -ge "$jobs" ]; do reap; done
+	started[$suite]=$SECONDS
+	(
+		cg_join "$suite"
+		# Suites that only compute (no timeout of theirs depends on the
+		# machine's speed) yield the CPU to those that wait for a broker,
+		# a pipeline to drain or a worker within a time limit.
+		case "$suite" in
+			valgrind | lint | package | upgrade) renice -n 10 -p "$BASHPID" >/dev/null ;;
+		esac
+		cd /
+		run_suite "$suite"
+	) </dev/null >"$logs/$suite.log" 2>&1 &
+	pid_of[$suite]=$!
+	echo "$(date +%T) $suite started"
+done
+while [ ${#pid_of[@]} -gt 0 ]; do reap; done
+total=$((SECONDS - run_start))
 
 passed=0
 failed=0
 for suite in $suites; do
-	case "$suite" in
-		lint) run=(bash "$here/test/lint.sh") ;;
-		valgrind) run=(bash "$here/test/valgrind.sh") ;;
-		regress|isolation|tap) run=(sandbox_make "installcheck-$suite") ;;
-		demo) run=(bash "$here/demo/test.sh") ;;
-		monitoring) run=(bash "$here/test/monitoring.sh") ;;
-		examples) run=(bash "$here/examples/test.sh") ;;
-		upgrade) run=(bash "$here/test/upgrade.sh") ;;
-		package) run=(bash "$here/test/package.sh") ;;
-		*) echo "unknown suite: $suite" >&2; exit 2 ;;
-	esac
-	if "${run[@]}"; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-		echo "suite $suite FAILED" >&2
+	if [ "${status[$suite]}" -ne 0 ]; then
+		echo
+		echo "======== suite $suite FAILED: its log ($logs/$suite.log)"
+		cat "$logs/$suite.log"
 	fi
 done
-
-if [ "$failed" -ne 0 ]; then
-	sandbox_show_diffs
-	echo "sandbox kept in $SANDBOX" >&2
-	trap - EXIT
+echo
+grep -h "^[a-z]*: skipped" $(for suite in $suites; do echo "$logs/$suite.log"; done) || true
+echo "suite       result  time     CPU"
+for suite in $suites; do
+	if [ "${status[$suite]}" -eq 0 ]; then
+		result=passed
+		passed=$((passed + 1))
+	else
+		result=FAILED
+		failed=$((failed + 1))
+	fi
+	skipped=$(grep -c "^[a-z]*: skipped" "$logs/$suite.log" || true)
+	printf '%-11s %-7s %-8s %-7s%s\n' "$suite" "$result" "$(fmt_time "${elapsed[$suite]}")" \
+		"$(cg_seconds "$suite")" "$([ "$skipped" -gt 0 ] && echo " ($skipped skipped)")"
+done
+printf '%-11s %-7s %-8s\n' total "" "$(fmt_time "$total")"
+if [ "$failed" -eq 0 ]; then
+	rm -rf "$logs"
+else
+	echo "logs kept in $logs"
 fi
 echo "suites: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,30 +1,39 @@
 #!/usr/bin/env bash
 #
-# The upgrade suite of test/run.sh: version 1.0, filled with producer and
-# consumer state, then the current build and ALTER EXTENSION ordering UPDATE,
-# as a user who preloads the library does it (README, "Upgrading").
+# The upgrade suite of test/run.sh: each released version, filled with
+# state, then the current build and ALTER EXTENSION ordering UPDATE, as a
+# user who preloads the library does it (README, "Upgrading").
 #
 #   bash test/upgrade.sh
 #
-# 1. Builds 1.0 from the git history (the 1.0 release, commit $V10_COMMIT)
-#    and installs it into a private copy of PostgreSQL; without git history
-#    it says so and installs the current build, whose 1.0 script is then
-#    used with the current library.
-# 2. Starts a server with the library preloaded, creates the extension at
-#    1.0 in two databases, fills one (test/upgrade/fill.sql: counters of the
-#    outbox and of an attached table, next_sequence-only streams, published
-#    and unpublished outbox rows, positions, parked events, gap requests) and
-#    records what must survive; stops the server.
-# 3. Installs the current build into the same copy, starts the server again,
-#    runs ALTER EXTENSION ordering UPDATE in both databases, and checks that
-#    every row survived and that producing and consuming continue
-#    (test/upgrade/verify.sql).
+# 1. For each released version, 1.0 (commit $V10_COMMIT) and 1.1 (commit
+#    $V11_COMMIT): builds it from the git history and installs it into a
+#    private copy of PostgreSQL; starts a server of its own (library
+#    preloaded), creates the extension at that version in two databases and
+#    fills one: test/upgrade/fill.sql (counters of the outbox and of an
+#    attached table, next_sequence-only streams, published and unpublished
+#    outbox rows, positions, parked events, gap requests) and, for 1.1,
+#    test/upgrade/fill11.sql (dead letters with the blocks and attempts,
+#    batch consumers, a detached table with a stream of its own, a table
+#    with the relay wake-up, what reconciliation sees); each records what
+#    must survive.  Without the git history it says so and uses the current
+#    build's library with the old version's SQL.
+# 2. Installs the current build into the same copy, starts the servers
+#    again, runs ALTER EXTENSION ordering UPDATE in every database, and
+#    checks that every row survived and that producing and consuming
+#    continue (test/upgrade/verify.sql; for 1.1 also verify11.sql and
+#    continue11.sql).
+# 3. Compares the schema of each updated database with a fresh CREATE
+#    EXTENSION (test/upgrade/schema.sql: every object of the extension and
+#    what defines it, without OIDs): they must be the same.
 # 4. Runs the regression suite (REGRESS of the Makefile) with pg_regress
-#    --use-existing against the other database, whose extension was created
-#    at 1.0 and updated.
+#    --use-existing against each version's other database, created at that
+#    version and updated.
 #
-# Depends only on "1.0, then UPDATE", not on what the upgrade scripts do.
-# Exits non-zero on any failure and keeps its sandbox for a look.
+# 1.0 builds on PostgreSQL 15 only (src/compat.h lists the APIs that changed
+# after it): elsewhere only 1.1 is updated, saying so.  Depends only on
+# "old version, then UPDATE", not on what the upgrade scripts do.  Exits
+# non-zero on any failure and keeps its sandbox for a look.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,115 +41,182 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$here/test/lib.sh"
 
 V10_COMMIT=01fa343
+V11_COMMIT=364b7e8
 REGRESS_DB=contrib_regression
 STATE_DB=upgrade_state
+FRESH_DB=upgrade_fresh
 
-# 1.0 was released for PostgreSQL 15 only: it does not build on 16 and
-# later (src/compat.h lists the APIs that changed), so there is nothing to
-# upgrade from there.
-if [ "$PG_MAJOR" != 15 ]; then
-	echo "upgrade: skipped: version 1.0 builds only on PostgreSQL 15, this is $PG_MAJOR"
-	exit 0
+if [ "$PG_MAJOR" = 15 ]; then
+	versions="1.0 1.1"
+else
+	versions="1.1"
+	echo "upgrade: 1.0 is not updated: it builds only on PostgreSQL 15, this is $PG_MAJOR"
 fi
-ensure_packages $(pg_packages) make gcc libc6-dev
+ensure_packages $(pg_packages) make gcc libc6-dev git
 sandbox_create "$here"
 trap finish EXIT
 # the postgres user's commands need a working directory they may enter
 cd "$SANDBOX"
 
 cur_version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$here/ordering.control")
-data=$SANDBOX/data
-log=$SANDBOX/server.log
+owner=$(stat -c %U "$SANDBOX")
+
+commit_of() {
+	case "$1" in
+		1.0) echo "$V10_COMMIT" ;;
+		1.1) echo "$V11_COMMIT" ;;
+	esac
+}
+# One server per released version: its data directory, socket and log.
+data() { echo "$SANDBOX/data-$1"; }
+sock() { echo "$SANDBOX/sock-$1"; }
 
 server() {
-	as_postgres pg_ctl -D "$data" -l "$log" -w -t 120 \
-		-o "-k $SANDBOX -c listen_addresses=''" "$@" >/dev/null
+	local v=$1
+	shift
+	as_postgres pg_ctl -D "$(data "$v")" -l "$SANDBOX/server-$v.log" -w -t 120 \
+		-o "-k $(sock "$v") -c listen_addresses=''" "$@" >/dev/null
 }
 
-# On the way out: stop the server if it runs; keep the sandbox after a failure.
+# On the way out: stop the servers that run; keep the sandbox after a failure.
 finish() {
-	local rc=$?
-	if [ -f "$data/postmaster.pid" ]; then
-		server stop -m immediate || true
-	fi
+	local rc=$? v
+	for v in ${versions:-}; do
+		if [ -f "$(data "$v")/postmaster.pid" ]; then
+			server "$v" stop -m immediate || true
+		fi
+	done
 	if [ "$rc" -eq 0 ]; then
 		sandbox_destroy
 	else
-		echo "upgrade: FAILED, sandbox kept in $SANDBOX (server log: $log)" >&2
+		echo "upgrade: FAILED, sandbox kept in $SANDBOX (server logs: $SANDBOX/server-*.log)" >&2
 	fi
 }
 
 psql_db() {
-	local db=$1
-	shift
-	as_postgres psql -X -q -h "$SANDBOX" -d "$db" -v ON_ERROR_STOP=1 "$@"
+	local v=$1 db=$2
+	shift 2
+	as_postgres psql -X -q -h "$(sock "$v")" -d "$db" -v ON_ERROR_STOP=1 "$@"
 }
 
-# 1. Version 1.0
-if git -c safe.directory="$here" -C "$here" cat-file -e "$V10_COMMIT^{commit}" 2>/dev/null; then
-	echo "upgrade: installing 1.0 built from commit $V10_COMMIT"
-	mkdir "$SANDBOX/v10"
-	git -c safe.directory="$here" -C "$here" archive "$V10_COMMIT" | tar -C "$SANDBOX/v10" -xf -
-	chown -R "$(stat -c %U "$SANDBOX")": "$SANDBOX/v10"
-	as_postgres make -s -C "$SANDBOX/v10" PG_CONFIG="$PG_CONFIG_SYSTEM"
-	as_postgres make -s -C "$SANDBOX/v10" PG_CONFIG="$PG_CONFIG_SYSTEM" \
-		DESTDIR="$SANDBOX/inst" install
-	from_history=1
-else
-	echo "upgrade: no git history with commit $V10_COMMIT here: installing the"
-	echo "upgrade: current build and creating the extension from its 1.0 script"
-	echo "upgrade: with the current library (not the 1.0 library)"
-	sandbox_build
-	from_history=0
-fi
+git_here() {
+	git -c safe.directory="$here" -C "$here" "$@"
+}
 
-# 2. A server at 1.0, filled
-as_postgres initdb -D "$data" -E UTF8 --locale=C.UTF-8 -A trust -U postgres >/dev/null
-cat "$here/test/ordering.conf" >>"$data/postgresql.conf"
-server start
-for db in "$STATE_DB" "$REGRESS_DB"; do
-	# the settings pg_regress gives the databases it creates itself
-	psql_db postgres -c "CREATE DATABASE $db TEMPLATE template0" \
-		-c "ALTER DATABASE $db SET lc_messages TO 'C'" \
-		-c "ALTER DATABASE $db SET lc_monetary TO 'C'" \
-		-c "ALTER DATABASE $db SET lc_numeric TO 'C'" \
-		-c "ALTER DATABASE $db SET lc_time TO 'C'" \
-		-c "ALTER DATABASE $db SET bytea_output TO 'hex'" \
-		-c "ALTER DATABASE $db SET timezone_abbreviations TO 'Default'"
-	psql_db "$db" -c "CREATE EXTENSION ordering VERSION '1.0'"
+# 1. Each released version, filled
+from_history=1
+for v in $versions; do
+	commit=$(commit_of "$v")
+	if [ "$from_history" = 1 ] && git_here cat-file -e "$commit^{commit}" 2>/dev/null; then
+		echo "upgrade: installing $v built from commit $commit"
+		mkdir "$SANDBOX/v$v"
+		git_here archive "$commit" | tar -C "$SANDBOX/v$v" -xf -
+		chown -R "$owner": "$SANDBOX/v$v"
+		# without LLVM bitcode (half the build), and without the current
+		# build's bitcode in place, which JIT would inline into the old
+		# library's callers
+		rm -rf "$SANDBOX/inst$(pg_dir --pkglibdir)/bitcode/ordering" \
+			"$SANDBOX/inst$(pg_dir --pkglibdir)/bitcode/ordering.index.bc"
+		as_postgres make -s -C "$SANDBOX/v$v" PG_CONFIG="$PG_CONFIG_SYSTEM" with_llvm=no
+		as_postgres make -s -C "$SANDBOX/v$v" PG_CONFIG="$PG_CONFIG_SYSTEM" with_llvm=no \
+			DESTDIR="$SANDBOX/inst" install
+	else
+		if [ "$from_history" = 1 ]; then
+			echo "upgrade: no git history with commit $commit here: installing the"
+			echo "upgrade: current build and creating the extension from its old"
+			echo "upgrade: scripts with the current library (not the released ones)"
+			from_history=0
+			sandbox_build
+		fi
+	fi
+	mkdir -p "$(sock "$v")"
+	chown "$owner": "$(sock "$v")"
+	as_postgres initdb -D "$(data "$v")" -E UTF8 --locale=C.UTF-8 -A trust -U postgres >/dev/null
+	cat "$here/test/ordering.conf" >>"$(data "$v")/postgresql.conf"
+	server "$v" start
+	for db in "$STATE_DB" "$REGRESS_DB"; do
+		# the settings pg_regress gives the databases it creates itself
+		psql_db "$v" postgres -c "CREATE DATABASE $db TEMPLATE template0" \
+			-c "ALTER DATABASE $db SET lc_messages TO 'C'" \
+			-c "ALTER DATABASE $db SET lc_monetary TO 'C'" \
+			-c "ALTER DATABASE $db SET lc_numeric TO 'C'" \
+			-c "ALTER DATABASE $db SET lc_time TO 'C'" \
+			-c "ALTER DATABASE $db SET bytea_output TO 'hex'" \
+			-c "ALTER DATABASE $db SET timezone_abbreviations TO 'Default'"
+		psql_db "$v" "$db" -c "CREATE EXTENSION ordering VERSION '$v'"
+	done
+	psql_db "$v" "$STATE_DB" -f "$SANDBOX/src/test/upgrade/fill.sql" >/dev/null
+	if [ "$v" = 1.1 ]; then
+		psql_db "$v" "$STATE_DB" -f "$SANDBOX/src/test/upgrade/fill11.sql" >/dev/null
+	fi
+	server "$v" stop
 done
-psql_db "$STATE_DB" -f "$SANDBOX/src/test/upgrade/fill.sql" >/dev/null
-server stop
 
-# 3. The current build, a restart, and the update
+# 2. The current build, a restart, and the update
 if [ "$from_history" -eq 1 ]; then
-	echo "upgrade: installing the current build ($cur_version) over 1.0"
+	echo "upgrade: installing the current build ($cur_version) over them"
 	sandbox_build
 fi
-server start
-for db in "$STATE_DB" "$REGRESS_DB"; do
-	psql_db "$db" -c "ALTER EXTENSION ordering UPDATE"
-	got=$(psql_db "$db" -Atc "SELECT extversion FROM pg_extension WHERE extname = 'ordering'")
-	if [ "$got" != "$cur_version" ]; then
-		echo "upgrade: $db is at version $got after the update, not $cur_version" >&2
+for v in $versions; do
+	server "$v" start
+	for db in "$STATE_DB" "$REGRESS_DB"; do
+		psql_db "$v" "$db" -c "ALTER EXTENSION ordering UPDATE"
+		got=$(psql_db "$v" "$db" -Atc "SELECT extversion FROM pg_extension WHERE extname = 'ordering'")
+		if [ "$got" != "$cur_version" ]; then
+			echo "upgrade: $db is at version $got after the update from $v, not $cur_version" >&2
+			false
+		fi
+	done
+	echo "upgrade: both databases updated from $v to $cur_version"
+done
+
+# 3. The same schema as a fresh install
+first=${versions%% *}
+psql_db "$first" postgres -c "CREATE DATABASE $FRESH_DB TEMPLATE template0"
+psql_db "$first" "$FRESH_DB" -c "CREATE EXTENSION ordering"
+psql_db "$first" "$FRESH_DB" -f "$SANDBOX/src/test/upgrade/schema.sql" >"$SANDBOX/schema-fresh.txt"
+echo "upgrade: a fresh install has $(grep -c '^member' "$SANDBOX/schema-fresh.txt") objects"
+for v in $versions; do
+	for db in "$STATE_DB" "$REGRESS_DB"; do
+		out=$SANDBOX/schema-$v-$db.txt
+		psql_db "$v" "$db" -f "$SANDBOX/src/test/upgrade/schema.sql" >"$out"
+		if ! diff -u --label "fresh install" --label "$db, updated from $v" \
+			"$SANDBOX/schema-fresh.txt" "$out"; then
+			echo "upgrade: $db updated from $v differs from a fresh install (above)" >&2
+			false
+		fi
+	done
+	echo "upgrade: the databases updated from $v have the schema of a fresh install"
+done
+
+# The state survived, and producing and consuming go on.
+for v in $versions; do
+	echo "upgrade: the state filled at $v"
+	if [ "$v" = 1.1 ]; then
+		psql_db "$v" "$STATE_DB" -P footer=off -f "$SANDBOX/src/test/upgrade/verify11.sql"
+	fi
+	psql_db "$v" "$STATE_DB" -P footer=off -f "$SANDBOX/src/test/upgrade/verify.sql"
+	if [ "$v" = 1.1 ]; then
+		psql_db "$v" "$STATE_DB" -P footer=off -f "$SANDBOX/src/test/upgrade/continue11.sql"
+	fi
+done
+
+# 4. The regression suite on each database created at an old version
+regress=$(test_list regress "$SANDBOX/src")
+pgxs_dir=$(dirname "$("$PG_CONFIG_SYSTEM" --pgxs)")
+for v in $versions; do
+	echo "upgrade: the regression suite on $REGRESS_DB, created at $v and updated"
+	mkdir -p "$SANDBOX/regress-$v"
+	chown "$owner": "$SANDBOX/regress-$v"
+	# shellcheck disable=SC2086 # the test names are words
+	if ! (cd "$SANDBOX/src" && as_postgres "$pgxs_dir/../test/regress/pg_regress" \
+		--bindir="$SANDBOX_BIN" --inputdir=. --outputdir="$SANDBOX/regress-$v" \
+		--host="$(sock "$v")" --use-existing --dbname="$REGRESS_DB" $regress); then
+		cat "$SANDBOX/regress-$v/regression.diffs" 2>/dev/null || true
 		false
 	fi
 done
-echo "upgrade: both databases updated from 1.0 to $cur_version"
-psql_db "$STATE_DB" -P footer=off -f "$SANDBOX/src/test/upgrade/verify.sql"
-
-# 4. The regression suite on the database created at 1.0
-regress=$(as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" \
-	--eval='print-regress: ; @echo $(REGRESS)' print-regress)
-mkdir -p "$SANDBOX/regress"
-chown "$(stat -c %U "$SANDBOX")": "$SANDBOX/regress"
-pgxs_dir=$(dirname "$("$PG_CONFIG_SYSTEM" --pgxs)")
-# shellcheck disable=SC2086 # the test names are words
-if ! (cd "$SANDBOX/src" && as_postgres "$pgxs_dir/../test/regress/pg_regress" \
-	--bindir="$SANDBOX_BIN" --inputdir=. --outputdir="$SANDBOX/regress" \
-	--host="$SANDBOX" --use-existing --dbname="$REGRESS_DB" $regress); then
-	cat "$SANDBOX/regress/regression.diffs" 2>/dev/null || true
-	false
-fi
-server stop
+for v in $versions; do
+	server "$v" stop
+done
 echo "upgrade: passed"

@@ -29,7 +29,7 @@ sandbox_build
 # invariants the code states as Assert()s are checked on every test too.
 as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" clean
 as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" \
-	ORDERING_CFLAGS=-DUSE_ASSERT_CHECKING
+	ORDERING_CFLAGS=-DUSE_ASSERT_CHECKING ORDERING_WERROR="${ORDERING_WERROR:-}"
 as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" \
 	DESTDIR="$SANDBOX/inst" install
 
@@ -52,9 +52,28 @@ EOF
 chmod 755 "$SANDBOX_BIN/postgres"
 chown -R postgres: "$SANDBOX"
 
+# The suites side by side: each is one server process at a time under
+# valgrind, which runs a process on one core; they share no server nor
+# output directory (tmp_check_regress and results, tmp_check_isolation and
+# output_iso).
 status=0
+declare -A pid_of=()
 for suite in $suites; do
-	sandbox_make "installcheck-$suite" || status=1
+	case "$suite" in
+		regress) var=REGRESS ;;
+		isolation) var=ISOLATION ;;
+		*) echo "valgrind: unknown suite $suite" >&2; exit 2 ;;
+	esac
+	list=$(test_list "$suite" "$SANDBOX/src")
+	[ -n "$list" ] || continue
+	sandbox_make "installcheck-$suite" "$var=$list" >"$SANDBOX/$suite.out" 2>&1 &
+	pid_of[$suite]=$!
+done
+for suite in $suites; do
+	[ -n "${pid_of[$suite]:-}" ] || continue
+	wait "${pid_of[$suite]}" || status=1
+	echo "=== valgrind: $suite"
+	cat "$SANDBOX/$suite.out"
 done
 [ "$status" -eq 0 ] || sandbox_show_diffs
 
