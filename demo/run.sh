@@ -178,8 +178,8 @@ broker_start() {
 	echo "starting a private RabbitMQ on 127.0.0.1:$RMQ_PORT"
 	rmq_env runuser -u rabbitmq -- /usr/lib/rabbitmq/bin/rabbitmq-server \
 		>"$RMQ_DIR/server.out" 2>&1 &
-	if ! rmq_env runuser -u rabbitmq -- timeout 120 \
-		/usr/lib/rabbitmq/bin/rabbitmqctl wait --timeout 120 "$RMQ_DIR/pid" \
+	if ! rmq_env runuser -u rabbitmq -- timeout 600 \
+		/usr/lib/rabbitmq/bin/rabbitmqctl wait --timeout 600 "$RMQ_DIR/pid" \
 		>/dev/null 2>&1; then
 		echo "demo/run.sh: RabbitMQ did not start; its log:" >&2
 		tail -n 30 "$RMQ_DIR/server.out" >&2 || true
