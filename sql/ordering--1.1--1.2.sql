@@ -27,6 +27,42 @@ GRANT USAGE ON SCHEMA ordering_internal TO PUBLIC;
 -- Hardening: restores, the extension's own tables, keys, attach
 -- ------------------------------------------------------------------------
 
+-- The extension's own tables (src/protect.c): ALTER TABLE commands that
+-- would break a promise are refused before they run.
+CREATE FUNCTION ordering_internal.protect_tables() RETURNS event_trigger
+    LANGUAGE c
+    AS 'MODULE_PATHNAME', 'ordering_protect_tables';
+COMMENT ON FUNCTION ordering_internal.protect_tables() IS
+    'Event trigger: refuses SET UNLOGGED, added, dropped, retyped or renamed columns, NOT NULL changes, another access method, a rename or another schema, inheritance and partitioning of the extension''s own tables (0A000), except in CREATE or ALTER EXTENSION';
+REVOKE EXECUTE ON FUNCTION ordering_internal.protect_tables() FROM PUBLIC;
+CREATE EVENT TRIGGER ordering_protect_tables ON ddl_command_start
+    WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION ordering_internal.protect_tables();
+
+-- A table of the extension made unlogged under 1.1 is logged again: the
+-- storage layer would refuse it (a crash empties it).
+DO $$
+DECLARE
+    t record;
+BEGIN
+    FOR t IN
+        SELECT c.oid::pg_catalog.regclass AS tbl
+          FROM pg_catalog.pg_depend d
+          JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+           AND d.deptype OPERATOR(pg_catalog.=) 'e'
+           AND e.extname OPERATOR(pg_catalog.=) 'ordering'
+           AND c.relkind IN ('r', 'p')
+           AND c.relpersistence OPERATOR(pg_catalog.=) 'u'
+    LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE %s SET LOGGED', t.tbl);
+        RAISE NOTICE 'table % of the extension ordering was unlogged: it is logged again', t.tbl;
+    END LOOP;
+END
+$$;
+
 -- (end of section)
 
 -- ------------------------------------------------------------------------
