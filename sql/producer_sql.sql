@@ -78,6 +78,53 @@ SELECT count(*) AS rows, max(seq) AS highest, ordering.last_sequence('public.ev'
 DROP TRIGGER zz_sneak ON ev;
 DROP TRIGGER zz_filter ON ev;
 
+-- 1.2: a later BEFORE trigger that changes the resource (a normalizing
+-- lower(), say) would store the number of one resource in a row of
+-- another, repeating it: the statement fails with 27000 instead, whether
+-- the rows come by INSERT or COPY, and nothing is stored.
+CREATE TABLE norm (r text NOT NULL, s bigint NOT NULL);
+SELECT ordering.attach('norm', 'r', 's');
+CREATE FUNCTION normalize_r() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.r := lower(NEW.r);
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER zz_normalize BEFORE INSERT ON norm FOR EACH ROW EXECUTE FUNCTION normalize_r();
+INSERT INTO norm (r) VALUES ('acct-1'), ('ACCT-1'), ('acct-1');
+\echo :SQLSTATE
+\set VERBOSITY default
+INSERT INTO norm (r) VALUES ('ACCT-2');
+\set VERBOSITY sqlstate
+COPY norm (r) FROM STDIN;
+acct-1
+ACCT-1
+\.
+\set VERBOSITY terse
+SELECT count(*) AS stored, ordering.last_sequence('public.norm', 'acct-1') AS counter_lower,
+       ordering.last_sequence('public.norm', 'ACCT-1') AS counter_upper
+  FROM norm;
+-- Rows the trigger leaves as they are get their numbers as always.
+INSERT INTO norm (r) VALUES ('acct-1'), ('acct-2'), ('acct-1') RETURNING r, s;
+-- A later trigger that changes the number is refused the same way.
+CREATE FUNCTION renumber_s() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.s := NEW.s + 10;
+    RETURN NEW;
+END
+$$;
+DROP TRIGGER zz_normalize ON norm;
+CREATE TRIGGER zz_renumber BEFORE INSERT ON norm FOR EACH ROW EXECUTE FUNCTION renumber_s();
+INSERT INTO norm (r) VALUES ('acct-1');
+\echo :SQLSTATE
+DROP TRIGGER zz_renumber ON norm;
+-- Normalizing in a trigger that fires before ordering's (triggers fire in
+-- the order of their names) keys each row by the resource it stores.
+CREATE TRIGGER a_normalize BEFORE INSERT ON norm FOR EACH ROW EXECUTE FUNCTION normalize_r();
+INSERT INTO norm (r) VALUES ('ACCT-1'), ('acct-1'), ('Acct-2') RETURNING r, s;
+SELECT r, array_agg(s ORDER BY s) FROM norm GROUP BY r ORDER BY r;
+DROP TABLE norm;
+
 -- A skipped row inside a savepoint that is rolled back, and one in a
 -- released savepoint: numbers stay gapless either way.
 BEGIN;

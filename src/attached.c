@@ -333,3 +333,22 @@ attached_skip_companions(EState *estate)
 				trigdesc->triggers[i].tgenabled = TRIGGER_DISABLED;
 	}
 }
+
+/*
+ * The sequencing trigger of a relation whose companion fired
+ * (ordering.sequence_stored_trigger()); an error if it has none.
+ */
+Trigger *
+attached_sequencing_trigger(Relation rel)
+{
+	lookup_trigger_fns();
+	for (int i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+		if (rel->trigdesc->triggers[i].tgfoid == sequence_trigger_fn)
+			return &rel->trigdesc->triggers[i];
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("relation \"%s\" is attached incompletely: a trigger that ordering.attach() created is missing or disabled",
+					RelationGetRelationName(rel)),
+			 errhint("Enable or disable the three ordering triggers together, or call ordering.detach() and ordering.attach() again.")));
+	return NULL;				/* keep compiler quiet */
+}

@@ -21,5 +21,6 @@ typedef struct AttachedTable
 extern void attached_check(Relation rel, Trigger *trigger, text *stream,
 						   AttachedTable *table);
 extern void attached_skip_companions(EState *estate);
+extern Trigger *attached_sequencing_trigger(Relation rel);
 
 #endif							/* ORDERING_ATTACHED_H */
