@@ -308,6 +308,49 @@ SELECT ordering.resource_key('2026-11-30'::date) AS key_of_date;
 RESET DateStyle;
 DROP TABLE typed;
 
+-- 1.2: equal values are one resource where the type allows it: a numeric
+-- without the trailing zeros of its fraction, a float zero of either sign.
+INSERT INTO typed_n VALUES (12.5), (12.500) RETURNING n, seq;
+INSERT INTO typed_f VALUES ('-0'), (0) RETURNING f, seq;
+SELECT ordering.resource_key(1.50) AS numeric_key, ordering.resource_key(100.0) AS integral,
+       ordering.resource_key('-0'::float8) AS negative_zero,
+       ordering.resource_key('-0'::float4) AS float4_zero,
+       ordering.resource_key('NaN'::numeric) AS nan;
+-- Other types are keyed by their text: values that compare equal but
+-- print differently (citext ignores case when comparing) are different
+-- resources (docs/resource-keys.md).
+CREATE EXTENSION citext;
+CREATE TABLE typed_ci (c citext NOT NULL, seq bigint);
+SELECT ordering.attach('typed_ci', 'c', 'seq');
+INSERT INTO typed_ci VALUES ('Acct-1'), ('acct-1') RETURNING c, seq;
+DROP TABLE typed_ci;
+DROP EXTENSION citext;
+-- A type whose text depends on a setting the key does not fix is refused
+-- at attach() and at every insert: money (lc_monetary), and the reg* types
+-- that print names by search_path, also inside an array.
+CREATE TABLE typed_m (m money NOT NULL, seq bigint);
+\set VERBOSITY default
+SELECT ordering.attach('typed_m', 'm', 'seq');
+\set VERBOSITY terse
+CREATE DOMAIN price AS money;
+CREATE TABLE typed_r (r regclass, a regtype[], p price, seq bigint);
+SELECT ordering.attach('typed_r', 'r', 'seq');
+\echo :SQLSTATE
+SELECT ordering.attach('typed_r', 'a', 'seq');
+\echo :SQLSTATE
+SELECT ordering.attach('typed_r', 'p', 'seq');
+\echo :SQLSTATE
+SELECT ordering.resource_key(1::money);
+\echo :SQLSTATE
+-- (a table attached with another type, and then altered)
+CREATE TABLE typed_m2 (m numeric NOT NULL, seq bigint);
+SELECT ordering.attach('typed_m2', 'm', 'seq');
+ALTER TABLE typed_m2 ALTER COLUMN m TYPE money;
+INSERT INTO typed_m2 (m) VALUES (1);
+\echo :SQLSTATE
+DROP TABLE typed_m, typed_r, typed_m2;
+DROP DOMAIN price;
+
 -------------------------------------------------------------------------------
 -- Rename, detach, attach: the stream continues; detach says which it was
 -------------------------------------------------------------------------------

@@ -33,7 +33,9 @@
  * changes.  During a restore (ordering.restoring, set by
  * ordering.pre_restore()) supplied numbers are restored history: the rows
  * keep them and the counters are left to ordering.post_restore(); a row
- * that asks for a new number is refused.
+ * that asks for a new number is refused.  The registry of attached tables
+ * is not consulted then (pg_restore -j may load it after the tables):
+ * ordering.post_restore() checks it against the triggers instead.
  *
  *-------------------------------------------------------------------------
  */
@@ -260,11 +262,15 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	ordering_trigger_check(fcinfo, &sequence_trigger_protocol);
 	tuple = trigdata->tg_trigtuple;
 	read_row(trigdata, &sequence_trigger_protocol, tuple, &row);
-	attached_check(trigdata->tg_relation, trigdata->tg_trigger, row.stream,
-				   &table);
-	if (table.wake_relays)
-		ordering_wakeup_arm(row.stream);
 
+	/*
+	 * A restore loads rows that carry their numbers and touches no counter,
+	 * so the registry of attached tables is not needed here; it may not even
+	 * be loaded yet (pg_restore -j loads big tables first).
+	 * ordering.post_restore() checks that every table with a sequencing
+	 * trigger is registered with the trigger's stream before it raises the
+	 * counters and ends restore mode.
+	 */
 	if (ordering_restoring)
 	{
 		if (row.seq_isnull)
@@ -276,6 +282,11 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 							row.seq)));
 		return PointerGetDatum(tuple);
 	}
+
+	attached_check(trigdata->tg_relation, trigdata->tg_trigger, row.stream,
+				   &table);
+	if (table.wake_relays)
+		ordering_wakeup_arm(row.stream);
 
 	/* the rows before this one at this level are decided: settle them */
 	provisional_settle_level();
