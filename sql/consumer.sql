@@ -430,6 +430,65 @@ SELECT ordering.position('ledger-h', 's5'),
        (SELECT count(*) FROM ledger_h WHERE resource_id = 's5') AS applied,
        (SELECT array_agg(seq) FROM ordering.parked WHERE resource_id = 's5') AS parked;
 
+-- 1.2: a handler that delivers for its own consumer and resource would run
+-- its event ahead of those still waiting for the handler (the position
+-- already stands at the end of the run): refused with 55006 (object in
+-- use), and the whole delivery is undone.  Another resource, or the same
+-- resource of another consumer, is fine.
+CREATE TABLE reentry_log (n serial, consumer text, resource_id text, seq bigint);
+CREATE FUNCTION reentrant_handler(resource_id text, seq bigint, payload jsonb) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO reentry_log (consumer, resource_id, seq)
+    VALUES (payload->>'consumer', resource_id, seq);
+    IF payload ? 'then' THEN
+        PERFORM ordering.deliver(payload->'then'->>'consumer', payload->'then'->>'resource_id',
+                                 (payload->'then'->>'seq')::bigint,
+                                 jsonb_build_object('consumer', payload->'then'->>'consumer'),
+                                 'reentrant_handler(text,bigint,jsonb)');
+    END IF;
+END
+$$;
+SELECT * FROM ordering.deliver('re', 'r', 2, '{"consumer": "re"}');
+SELECT * FROM ordering.deliver('re', 'r', 3, '{"consumer": "re"}');
+\set VERBOSITY default
+SELECT ordering.deliver('re', 'r', 1,
+    '{"consumer": "re", "then": {"consumer": "re", "resource_id": "r", "seq": 4}}',
+    'reentrant_handler(text,bigint,jsonb)');
+\set VERBOSITY terse
+SELECT ordering.position('re', 'r'), (SELECT count(*) FROM reentry_log) AS ran,
+       (SELECT array_agg(seq ORDER BY seq) FROM ordering.parked WHERE consumer = 're') AS parked;
+-- apply_if_newer() and skip_gap() from the handler are refused alike.
+CREATE FUNCTION reentrant_apply(resource_id text, seq bigint, payload jsonb) RETURNS void
+LANGUAGE sql AS $$ SELECT ordering.apply_if_newer('re', resource_id, 9) $$;
+SELECT ordering.deliver('re', 'r', 1, '{}', 'reentrant_apply(text,bigint,jsonb)');
+\echo :SQLSTATE
+CREATE FUNCTION reentrant_skip(resource_id text, seq bigint, payload jsonb) RETURNS void
+LANGUAGE sql AS $$ SELECT count(*) FROM ordering.skip_gap('re', resource_id) $$;
+SELECT ordering.deliver('re', 'r', 1, '{}', 'reentrant_skip(text,bigint,jsonb)');
+\echo :SQLSTATE
+-- With on_error => 'dead_letter' the refused event becomes the dead letter.
+SELECT ordering.deliver('re', 'r', 1,
+    '{"consumer": "re", "then": {"consumer": "re", "resource_id": "r", "seq": 4}}',
+    'reentrant_handler(text,bigint,jsonb)', on_error => 'dead_letter');
+SELECT seq, sqlstate FROM ordering.dead_letters WHERE consumer = 're';
+SELECT * FROM ordering.discard_dead_letter('re', 'r');
+-- Another resource and another consumer: all run, each in order.
+TRUNCATE reentry_log;
+SELECT * FROM ordering.deliver('re', 'r2', 2, '{"consumer": "re"}');
+SELECT ordering.deliver('re', 'r2', 1,
+    '{"consumer": "re", "then": {"consumer": "re", "resource_id": "other", "seq": 1}}',
+    'reentrant_handler(text,bigint,jsonb)') AS ran_r2,
+       ordering.deliver('re', 'r3', 1,
+    '{"consumer": "re", "then": {"consumer": "re-2", "resource_id": "r3", "seq": 1}}',
+    'reentrant_handler(text,bigint,jsonb)') AS ran_r3;
+SELECT consumer, resource_id, seq FROM reentry_log ORDER BY n;
+DROP FUNCTION reentrant_handler(text, bigint, jsonb), reentrant_apply(text, bigint, jsonb),
+    reentrant_skip(text, bigint, jsonb);
+DROP TABLE reentry_log;
+DELETE FROM ordering.positions WHERE consumer LIKE 're%';
+DELETE FROM ordering.parked WHERE consumer LIKE 're%';
+
 -- Rollback of a delivery that drained restores position and parking.
 SELECT * FROM ordering.deliver('rb', 'r', 1, '{}');
 SELECT * FROM ordering.deliver('rb', 'r', 3, '{"n": 3}');

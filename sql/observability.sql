@@ -229,6 +229,22 @@ RESET client_min_messages;
 RESET ordering.log_decisions;
 SELECT count(*) FROM ordering.deliver('obs-log', 'g', 9, '{}');
 
+-- 1.2: no counter wraps or goes negative: near seq 2^63 - 1 one call adds
+-- about 2^63 to events_skipped (a dead letter discarded at the top) or to
+-- the reorder distance sum (an event parked there); the counters stop at
+-- 9223372036854775807 instead of wrapping, in the view and in the metrics.
+SELECT ordering.dead_letter('obs-max', 'a', 9223372036854775807, '{}', 'poison');
+SELECT count(*) FROM ordering.discard_dead_letter('obs-max', 'a');
+SELECT ordering.dead_letter('obs-max', 'b', 9223372036854775807, '{}', 'poison');
+SELECT count(*) FROM ordering.discard_dead_letter('obs-max', 'b');
+SELECT count(*) FROM ordering.deliver('obs-max', 'c', 9223372036854775807, '{}');
+SELECT count(*) FROM ordering.deliver('obs-max', 'd', 9223372036854775807, '{}');
+SELECT count(*) FROM ordering.deliver('obs-max', 'e', 3, '{}');
+SELECT events_skipped, reorder_distance_sum, events_parked, events_dead_lettered
+  FROM ordering.stats WHERE consumer = 'obs-max';
+SELECT line FROM regexp_split_to_table(ordering.metrics(), E'\n') AS line
+ WHERE line ~ '^ordering_(events_skipped_total|event_reorder_distance_sum)\{consumer="obs-max"';
+
 DELETE FROM ordering.parked;
 DELETE FROM ordering.positions;
 DELETE FROM ordering.gap_requests;

@@ -78,6 +78,53 @@ SELECT count(*) AS rows, max(seq) AS highest, ordering.last_sequence('public.ev'
 DROP TRIGGER zz_sneak ON ev;
 DROP TRIGGER zz_filter ON ev;
 
+-- 1.2: a later BEFORE trigger that changes the resource (a normalizing
+-- lower(), say) would store the number of one resource in a row of
+-- another, repeating it: the statement fails with 27000 instead, whether
+-- the rows come by INSERT or COPY, and nothing is stored.
+CREATE TABLE norm (r text NOT NULL, s bigint NOT NULL);
+SELECT ordering.attach('norm', 'r', 's');
+CREATE FUNCTION normalize_r() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.r := lower(NEW.r);
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER zz_normalize BEFORE INSERT ON norm FOR EACH ROW EXECUTE FUNCTION normalize_r();
+INSERT INTO norm (r) VALUES ('acct-1'), ('ACCT-1'), ('acct-1');
+\echo :SQLSTATE
+\set VERBOSITY default
+INSERT INTO norm (r) VALUES ('ACCT-2');
+\set VERBOSITY sqlstate
+COPY norm (r) FROM STDIN;
+acct-1
+ACCT-1
+\.
+\set VERBOSITY terse
+SELECT count(*) AS stored, ordering.last_sequence('public.norm', 'acct-1') AS counter_lower,
+       ordering.last_sequence('public.norm', 'ACCT-1') AS counter_upper
+  FROM norm;
+-- Rows the trigger leaves as they are get their numbers as always.
+INSERT INTO norm (r) VALUES ('acct-1'), ('acct-2'), ('acct-1') RETURNING r, s;
+-- A later trigger that changes the number is refused the same way.
+CREATE FUNCTION renumber_s() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.s := NEW.s + 10;
+    RETURN NEW;
+END
+$$;
+DROP TRIGGER zz_normalize ON norm;
+CREATE TRIGGER zz_renumber BEFORE INSERT ON norm FOR EACH ROW EXECUTE FUNCTION renumber_s();
+INSERT INTO norm (r) VALUES ('acct-1');
+\echo :SQLSTATE
+DROP TRIGGER zz_renumber ON norm;
+-- Normalizing in a trigger that fires before ordering's (triggers fire in
+-- the order of their names) keys each row by the resource it stores.
+CREATE TRIGGER a_normalize BEFORE INSERT ON norm FOR EACH ROW EXECUTE FUNCTION normalize_r();
+INSERT INTO norm (r) VALUES ('ACCT-1'), ('acct-1'), ('Acct-2') RETURNING r, s;
+SELECT r, array_agg(s ORDER BY s) FROM norm GROUP BY r ORDER BY r;
+DROP TABLE norm;
+
 -- A skipped row inside a savepoint that is rolled back, and one in a
 -- released savepoint: numbers stay gapless either way.
 BEGIN;
@@ -260,6 +307,49 @@ SET DateStyle = 'German';
 SELECT ordering.resource_key('2026-11-30'::date) AS key_of_date;
 RESET DateStyle;
 DROP TABLE typed;
+
+-- 1.2: equal values are one resource where the type allows it: a numeric
+-- without the trailing zeros of its fraction, a float zero of either sign.
+INSERT INTO typed_n VALUES (12.5), (12.500) RETURNING n, seq;
+INSERT INTO typed_f VALUES ('-0'), (0) RETURNING f, seq;
+SELECT ordering.resource_key(1.50) AS numeric_key, ordering.resource_key(100.0) AS integral,
+       ordering.resource_key('-0'::float8) AS negative_zero,
+       ordering.resource_key('-0'::float4) AS float4_zero,
+       ordering.resource_key('NaN'::numeric) AS nan;
+-- Other types are keyed by their text: values that compare equal but
+-- print differently (citext ignores case when comparing) are different
+-- resources (docs/resource-keys.md).
+CREATE EXTENSION citext;
+CREATE TABLE typed_ci (c citext NOT NULL, seq bigint);
+SELECT ordering.attach('typed_ci', 'c', 'seq');
+INSERT INTO typed_ci VALUES ('Acct-1'), ('acct-1') RETURNING c, seq;
+DROP TABLE typed_ci;
+DROP EXTENSION citext;
+-- A type whose text depends on a setting the key does not fix is refused
+-- at attach() and at every insert: money (lc_monetary), and the reg* types
+-- that print names by search_path, also inside an array.
+CREATE TABLE typed_m (m money NOT NULL, seq bigint);
+\set VERBOSITY default
+SELECT ordering.attach('typed_m', 'm', 'seq');
+\set VERBOSITY terse
+CREATE DOMAIN price AS money;
+CREATE TABLE typed_r (r regclass, a regtype[], p price, seq bigint);
+SELECT ordering.attach('typed_r', 'r', 'seq');
+\echo :SQLSTATE
+SELECT ordering.attach('typed_r', 'a', 'seq');
+\echo :SQLSTATE
+SELECT ordering.attach('typed_r', 'p', 'seq');
+\echo :SQLSTATE
+SELECT ordering.resource_key(1::money);
+\echo :SQLSTATE
+-- (a table attached with another type, and then altered)
+CREATE TABLE typed_m2 (m numeric NOT NULL, seq bigint);
+SELECT ordering.attach('typed_m2', 'm', 'seq');
+ALTER TABLE typed_m2 ALTER COLUMN m TYPE money;
+INSERT INTO typed_m2 (m) VALUES (1);
+\echo :SQLSTATE
+DROP TABLE typed_m, typed_r, typed_m2;
+DROP DOMAIN price;
 
 -------------------------------------------------------------------------------
 -- Rename, detach, attach: the stream continues; detach says which it was

@@ -35,15 +35,24 @@
  * nothing can skip a numbered row, it has none, and attached_skip_companions()
  * turns it off in that statement's own copy of the table's triggers.
  *
+ * During a restore the trigger does not ask (producer.c): the registry may
+ * be loaded after the tables.  ordering.post_restore() compares the
+ * registry with what each table's trigger says instead, through
+ * ordering_internal.sequencing_trigger(), which reads the trigger's
+ * arguments from the relcache as the trigger itself gets them.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/relation.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "funcapi.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
 #include "utils/builtins.h"
@@ -58,6 +67,8 @@
 #include "attached.h"
 #include "ordering.h"
 #include "owned.h"
+
+PG_FUNCTION_INFO_V1(ordering_sequencing_trigger);
 
 /* A relation found attached (its trigger's stream cannot change without
  * invalidating its relcache entry) */
@@ -279,7 +290,9 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text,
 				 errmsg("relation \"%s\" is not attached to stream \"%s\"",
 						RelationGetRelationName(rel), stream),
 				 errdetail("Only a table attached with ordering.attach(), or a partition of one, is sequenced; a copy of its trigger elsewhere (a shard of a distributed table, say) would count numbers of its own."),
-				 errhint("Call ordering.attach() on the table.")));
+				 registered == NULL ?
+				 errhint("After a restore, call ordering.post_restore(): it registers the tables whose triggers were restored.  Otherwise call ordering.detach() and ordering.attach() on the table.") :
+				 errhint("Call ordering.detach() and ordering.attach() on the table.")));
 
 	entry = hash_search(attached_cache, &relid, HASH_ENTER, NULL);
 	entry->tgoid = trigger->tgoid;
@@ -332,4 +345,88 @@ attached_skip_companions(EState *estate)
 			if (trigdesc->triggers[i].tgfoid == sequence_stored_fn)
 				trigdesc->triggers[i].tgenabled = TRIGGER_DISABLED;
 	}
+}
+
+/*
+ * The sequencing trigger of a relation, or NULL.
+ */
+static Trigger *
+find_sequencing_trigger(Relation rel)
+{
+	lookup_trigger_fns();
+	for (int i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+		if (rel->trigdesc->triggers[i].tgfoid == sequence_trigger_fn)
+			return &rel->trigdesc->triggers[i];
+	return NULL;
+}
+
+/*
+ * The sequencing trigger of a relation whose companion fired
+ * (ordering.sequence_stored_trigger()); an error if it has none.
+ */
+Trigger *
+attached_sequencing_trigger(Relation rel)
+{
+	Trigger    *trigger = find_sequencing_trigger(rel);
+
+	if (trigger != NULL)
+		return trigger;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("relation \"%s\" is attached incompletely: a trigger that ordering.attach() created is missing or disabled",
+					RelationGetRelationName(rel)),
+			 errhint("Enable or disable the three ordering triggers together, or call ordering.detach() and ordering.attach() again.")));
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * What the sequencing trigger of a relation says (its arguments, the stream
+ * defaulting to the relation's qualified name as the trigger does), in the
+ * caller's memory; false if the relation has none.
+ */
+bool
+attached_trigger_args(Relation rel, char **resource_column,
+					  char **sequence_column, char **stream)
+{
+	Trigger    *trigger = find_sequencing_trigger(rel);
+
+	if (trigger == NULL || trigger->tgnargs < 2)
+		return false;
+	*resource_column = pstrdup(trigger->tgargs[0]);
+	*sequence_column = pstrdup(trigger->tgargs[1]);
+	*stream = trigger->tgnargs >= 3 ? pstrdup(trigger->tgargs[2]) :
+		psprintf("%s.%s", get_namespace_name(RelationGetNamespace(rel)),
+				 RelationGetRelationName(rel));
+	return true;
+}
+
+/*
+ * ordering_internal.sequencing_trigger(tbl regclass, OUT resource_column
+ * name, OUT sequence_column name, OUT stream text): what the sequencing
+ * trigger of a table says, whether or not the registry agrees (all NULL if
+ * it has none).  pg_trigger shows the same to anyone, less readably.
+ */
+Datum
+ordering_sequencing_trigger(PG_FUNCTION_ARGS)
+{
+	Relation	rel = relation_open(PG_GETARG_OID(0), AccessShareLock);
+	TupleDesc	desc;
+	Datum		values[3] = {0};
+	bool		nulls[3] = {true, true, true};
+	char	   *resource_column;
+	char	   *sequence_column;
+	char	   *stream;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	if (attached_trigger_args(rel, &resource_column, &sequence_column, &stream))
+	{
+		values[0] = DirectFunctionCall1(namein, CStringGetDatum(resource_column));
+		values[1] = DirectFunctionCall1(namein, CStringGetDatum(sequence_column));
+		values[2] = CStringGetTextDatum(stream);
+		nulls[0] = nulls[1] = nulls[2] = false;
+	}
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc),
+													  values, nulls)));
 }

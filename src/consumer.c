@@ -382,6 +382,7 @@ consumer_decide(OwnedDecide decide, KeyDecision *kd, OwnedRel *positions)
 	SnapshotData buf;
 	OwnedRow	row;
 
+	handler_check_reentry(kd->key);
 	kd->snapshot = owned_decision_snapshot(&buf);
 	owned_advance(positions, kd->key, decide, kd, &row);
 }
@@ -407,12 +408,11 @@ consumer_finish_run(KeyDecision *kd, OwnedRel *positions, HandlerCache *hc,
 {
 	ReadyList  *ready = kd->ready;
 	ErrorData  *failure = NULL;
-	text	   *resource = DatumGetTextPP(kd->key[1]);
 	int			ran = ready->n;
 	int			leaving;
 
 	if (hc != NULL)
-		ran = handler_run(hc, resource, ready, dead_lettering, &failure);
+		ran = handler_run(hc, kd->key, ready, dead_lettering, &failure);
 
 	/* the events that leave ordering.parked: those that ran, and a failed one */
 	leaving = failure == NULL ? ready->n : ran + 1;
@@ -605,6 +605,7 @@ consumer_apply_event(OwnedRel *positions, const char *name, text *consumer,
 
 	kd.key = key;
 	kd.seq = seq;
+	handler_check_reentry(key);
 	owned_advance(positions, key, decide_newer, &kd, &row);
 	applied = kd.position < kd.seq;
 

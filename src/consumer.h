@@ -104,8 +104,9 @@ extern bool consumer_apply_event(OwnedRel *positions, const char *name,
 /* handlers.c */
 extern HandlerCache *handler_lookup(FunctionCallInfo fcinfo, int argno);
 extern bool handler_dead_lettering(FunctionCallInfo fcinfo, int argno);
-extern int	handler_run(HandlerCache *hc, text *resource, ReadyList *ready,
+extern int	handler_run(HandlerCache *hc, const Datum *key, ReadyList *ready,
 						bool guarded, ErrorData **failure);
+extern void handler_check_reentry(const Datum *key);
 
 /* dead_letters.c */
 extern void dead_letter_put(OwnedRel *parked, const Datum *key,

@@ -195,9 +195,13 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 	/* before the lock: a read-only caller must not block deliver() */
 	owned_prevent_write("ordering.sweep_gaps()");
 	InitMaterializedSRF(fcinfo, 0);
-	if (rsinfo->setDesc->natts != GAP_REQUEST_NATTS)
-		elog(ERROR, "ordering.gap_requests has %d columns, expected %d",
-			 rsinfo->setDesc->natts, GAP_REQUEST_NATTS);
+	/* columns dropped after the table's own are tolerated (owned.c) */
+	for (int col = 0; col < rsinfo->setDesc->natts; col++)
+		if (col >= GAP_REQUEST_NATTS ?
+			!TupleDescAttr(rsinfo->setDesc, col)->attisdropped :
+			TupleDescAttr(rsinfo->setDesc, col)->attisdropped)
+			elog(ERROR, "ordering.gap_requests has %d columns, expected %d",
+				 rsinfo->setDesc->natts, GAP_REQUEST_NATTS);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -232,13 +236,15 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 	{
 		HeapTuple	tuple = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
-		Datum		values[GAP_REQUEST_NATTS];
-		bool		nulls[GAP_REQUEST_NATTS];
+		Datum	   *values = palloc0(sizeof(Datum) * rsinfo->setDesc->natts);
+		bool	   *nulls = palloc(sizeof(bool) * rsinfo->setDesc->natts);
 		bool		isnull;
 		char	   *consumer;
 		char	   *payload;
 		int			col;
 
+		for (col = 0; col < rsinfo->setDesc->natts; col++)
+			nulls[col] = true;
 		for (col = 0; col < GAP_REQUEST_NATTS; col++)
 			values[col] = SPI_getbinval(tuple, desc, col + 1, &nulls[col]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -20,6 +20,17 @@
  * failures, deadlocks), 53 (insufficient resources), 57 (operator
  * intervention: a cancel, a shutdown) and 55P03 (lock not available).
  *
+ * Re-entry: the position of a (consumer, resource) moves to the end of the
+ * run before its handler is called on the first event, so a handler that
+ * delivered (or applied, skipped, dead-lettered) for its own consumer and
+ * resource would act on a position the events before it have not reached:
+ * its event would run ahead of them.  While a handler runs, its key is on a
+ * stack (running), and every call that decides on a key of
+ * ordering.positions refuses that key with SQLSTATE 55006 (object in use),
+ * as core refuses to alter a table that a query of the same session is
+ * still using.  Other keys, and the same resource of another consumer, are
+ * free.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -37,6 +48,16 @@
 
 #include "compat.h"
 #include "consumer.h"
+#include "ordering.h"
+
+/* A key whose handler runs, on the stack of handler_run() (file header) */
+typedef struct RunningKey
+{
+	const Datum *key;			/* (consumer, resource) */
+	struct RunningKey *outer;
+} RunningKey;
+
+static RunningKey *running = NULL;
 
 /*
  * Resolve and check the handler in argument argno: a plain function taking
@@ -203,18 +224,36 @@ call_guarded(HandlerCache *hc, text *resource, ReadyList *ready, int limit,
 }
 
 /*
- * Call the handler on the ready events in order; returns how many ran.
- * Unguarded, an error goes up.  Guarded (dead-lettering, file header), the
- * first event that fails stops the run: the events before it ran, and its
- * index is returned with its error in *failure.
+ * Refuse a decision on a key whose handler is running (file header).
  */
-int
-handler_run(HandlerCache *hc, text *resource, ReadyList *ready, bool guarded,
-			ErrorData **failure)
+void
+handler_check_reentry(const Datum *key)
 {
+	for (RunningKey *r = running; r != NULL; r = r->outer)
+	{
+		if (ordering_text_equal(DatumGetTextPP(r->key[0]), DatumGetTextPP(key[0])) &&
+			ordering_text_equal(DatumGetTextPP(r->key[1]), DatumGetTextPP(key[1])))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("a handler of consumer \"%s\" and resource \"%s\" cannot deliver or change the position of its own resource",
+							text_to_cstring(DatumGetTextPP(key[0])),
+							text_to_cstring(DatumGetTextPP(key[1]))),
+					 errdetail("The position already stands at the end of the events being handled, so an event decided now would run ahead of those still waiting for the handler."),
+					 errhint("Deliver further events of the same resource after the handler returns, or for another resource.")));
+	}
+}
+
+/*
+ * Call the handler on events [0, limit), as handler_run() says, with the
+ * key on the stack of running handlers.
+ */
+static int
+run_events(HandlerCache *hc, const Datum *key, ReadyList *ready, bool guarded,
+		   ErrorData **failure)
+{
+	text	   *resource = DatumGetTextPP(key[1]);
 	int			limit = ready->n;
 
-	*failure = NULL;
 	if (!guarded)
 	{
 		volatile int current;
@@ -234,4 +273,32 @@ handler_run(HandlerCache *hc, text *resource, ReadyList *ready, bool guarded,
 		limit = ran;
 	}
 	return limit;
+}
+
+/*
+ * Call the handler on the ready events of key (consumer, resource) in
+ * order; returns how many ran.  Unguarded, an error goes up.  Guarded
+ * (dead-lettering, file header), the first event that fails stops the run:
+ * the events before it ran, and its index is returned with its error in
+ * *failure.  While the handler runs, decisions on the key are refused.
+ */
+int
+handler_run(HandlerCache *hc, const Datum *key, ReadyList *ready,
+			bool guarded, ErrorData **failure)
+{
+	RunningKey	self = {key, running};
+	volatile int ran = 0;
+
+	*failure = NULL;
+	running = &self;
+	PG_TRY();
+	{
+		ran = run_events(hc, key, ready, guarded, failure);
+	}
+	PG_FINALLY();
+	{
+		running = self.outer;
+	}
+	PG_END_TRY();
+	return ran;
 }

@@ -37,9 +37,15 @@
  * extension's own, a rule, row-level security, a CHECK constraint the
  * install did not make, an exclusion constraint, an index on an expression
  * or with a predicate, a deferrable unique index, a changed column, type or
- * collation (the scans compare keys byte-wise, in the "C" collation).  A
- * table that Citus distributes carries Citus's truncate trigger and is
- * refused like any other trigger, with SQLSTATE 0A000.  There is no second
+ * collation (the scans compare keys byte-wise, in the "C" collation), an
+ * unlogged table (a crash would empty it: counters would restart, delivered
+ * events apply again).  A table that Citus distributes carries Citus's
+ * truncate trigger and is refused like any other trigger, with SQLSTATE
+ * 0A000.  Each refusal's hint says how to undo the change.  Dropped columns
+ * after the table's own are harmless (a column added and dropped again
+ * before 1.2 refused such changes when they are made: protect.c): rows are
+ * read and written with the table's own columns only, those columns read
+ * as NULL.  There is no second
  * code path: a call either keeps every rule of the table or fails.  The
  * check runs once per relcache entry: any change that could break it (a new
  * trigger, index, constraint or policy, ALTER TABLE) invalidates the entry.
@@ -96,6 +102,7 @@
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "compat.h"
@@ -187,6 +194,10 @@ typedef struct OwnedTableState
 {
 	Oid			relid;			/* InvalidOid until looked up */
 	bool		checked;		/* the current relcache entry passed */
+	TupleDesc	own_columns;	/* with dropped columns after the table's own:
+								 * its descriptor without them (file header),
+								 * else NULL */
+	Oid			own_columns_of; /* the relation it was made of */
 } OwnedTableState;
 
 static OwnedTableState owned_state[OWNED_NUM_TABLES];
@@ -197,6 +208,7 @@ typedef struct OwnedRelidState
 {
 	Oid			relid;			/* hash key */
 	OwnedTableId shape;
+	TupleDesc	own_columns;	/* as in OwnedTableState */
 } OwnedRelidState;
 
 static HTAB *owned_relid_state = NULL;
@@ -346,7 +358,8 @@ key_collation_ok(Oid collation, bool by_relid)
 
 /*
  * The columns: names, types, not-null, and the collation of the text key
- * ones, in order, with nothing dropped or added.
+ * ones, in order, with nothing dropped or added but dropped columns after
+ * the table's own (file header).  A logged plain table.
  */
 static void
 check_columns(Relation rel, const OwnedTableDef *def, bool by_relid)
@@ -356,11 +369,32 @@ check_columns(Relation rel, const OwnedTableDef *def, bool by_relid)
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 					 "it is not a plain table", refusal_hint(by_relid));
-	if (desc->natts != def->natts)
+	if (rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					 "it is unlogged, so a crash would empty it",
+					 psprintf("Run ALTER TABLE %s SET LOGGED.",
+							  quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+														 RelationGetRelationName(rel))));
+	if (desc->natts < def->natts)
 		owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 					 "its columns were changed",
 					 by_relid ? refusal_hint(by_relid) :
 					 "Run ALTER EXTENSION ordering UPDATE if the library was upgraded, else reinstall the extension.");
+	for (int i = def->natts; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped)
+			owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+						 psprintf("it has the column \"%s\", which ordering did not make",
+								  NameStr(att->attname)),
+						 psprintf("%sdrop the column (ALTER TABLE %s DROP COLUMN %s).",
+								  by_relid ? "Undo the change: " :
+								  "Run ALTER EXTENSION ordering UPDATE if the library was upgraded, else ",
+								  quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+															 RelationGetRelationName(rel)),
+								  quote_identifier(NameStr(att->attname))));
+	}
 	for (int i = 0; i < def->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -527,6 +561,38 @@ check_table(Relation rel, const OwnedTableDef *def, bool by_relid)
 }
 
 /*
+ * The descriptor rows of a checked table are read and written with, if it
+ * has dropped columns after its own: a copy of its own without them (file
+ * header); else NULL (its own).  "cached" is the copy made for relation
+ * *cached_of before, if any, which is kept: the columns it keeps are the
+ * ones check_columns() accepts, which no ALTER TABLE can change without
+ * failing that check.  A copy is never freed: an OwnedRel of an outer call
+ * may still use it.
+ */
+static TupleDesc
+own_columns(Relation rel, const OwnedTableDef *def, TupleDesc cached,
+			Oid *cached_of)
+{
+	MemoryContext old;
+	TupleDesc	copy;
+
+	if (RelationGetDescr(rel)->natts == def->natts)
+		return NULL;
+	if (cached != NULL && *cached_of == RelationGetRelid(rel))
+		return cached;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	/* with the constraints: they hold the values of columns added later */
+	copy = CreateTupleDescCopyConstr(RelationGetDescr(rel));
+	copy->natts = def->natts;
+	/* no longer the table's row type, which has the dropped columns */
+	copy->tdtypeid = RECORDOID;
+	copy->tdtypmod = -1;
+	MemoryContextSwitchTo(old);
+	*cached_of = RelationGetRelid(rel);
+	return copy;
+}
+
+/*
  * Open one of the tables with the given lock, check that we may use it, and
  * resolve what the call needs only after the lock (file header).
  */
@@ -558,8 +624,12 @@ owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel)
 	if (!state->checked)
 	{
 		check_table(orel->rel, def, false);
+		state->own_columns = own_columns(orel->rel, def, state->own_columns,
+										 &state->own_columns_of);
 		state->checked = true;
 	}
+	orel->desc = state->own_columns != NULL ? state->own_columns :
+		RelationGetDescr(orel->rel);
 	orel->id = id;
 	orel->pk = NULL;
 	orel->mode = mode;
@@ -607,10 +677,17 @@ owned_open_relid(OwnedTableId shape, Oid relid, LOCKMODE mode,
 	entry = hash_search(owned_relid_state, &relid, HASH_FIND, &found);
 	if (entry == NULL || entry->shape != shape)
 	{
+		Oid			copied_of = InvalidOid;
+
 		check_table(orel->rel, &owned_defs[shape], true);
 		entry = hash_search(owned_relid_state, &relid, HASH_ENTER, &found);
 		entry->shape = shape;
+		/* (a new copy after each rebuild of a table with dropped columns) */
+		entry->own_columns = own_columns(orel->rel, &owned_defs[shape], NULL,
+										 &copied_of);
 	}
+	orel->desc = entry->own_columns != NULL ? entry->own_columns :
+		RelationGetDescr(orel->rel);
 	orel->id = shape;
 	orel->pk = NULL;
 	orel->mode = mode;
@@ -712,7 +789,7 @@ owned_index_insert(OwnedRel *orel, HeapTuple tuple, Bitmapset *changed,
 				   OrderingIndexUpdate which)
 {
 	List	   *indexes = RelationGetIndexList(orel->rel);
-	TupleDesc	desc = RelationGetDescr(orel->rel);
+	TupleDesc	desc = orel->desc;
 	ListCell   *lc;
 
 	foreach(lc, indexes)

@@ -93,6 +93,8 @@ typedef struct OwnedRel
 	Relation	rel;
 	Relation	pk;				/* its primary key: NULL until owned_pk() */
 	LOCKMODE	mode;
+	TupleDesc	desc;			/* the columns rows are read and written with:
+								 * the table's own (owned.c) */
 } OwnedRel;
 
 /* A row of a table as a call found it */

@@ -276,10 +276,11 @@ column_equals(HeapTuple tuple, TupleDesc desc, AttrNumber attno, Datum key)
 }
 
 /*
- * Fill a row from a tuple found in a pinned, share-locked buffer.
+ * Fill a row from a tuple found in a pinned, share-locked buffer, with the
+ * table's own columns (desc: owned.c).
  */
 static void
-row_fill(OwnedRow *row, Relation rel, HeapTuple found)
+row_fill(OwnedRow *row, TupleDesc desc, HeapTuple found)
 {
 	row->found = true;
 	row->tid = found->t_self;
@@ -287,8 +288,7 @@ row_fill(OwnedRow *row, Relation rel, HeapTuple found)
 	row->xmin = HeapTupleHeaderGetXmin(found->t_data);
 	row->cmin = TransactionIdIsCurrentTransactionId(row->xmin) ?
 		HeapTupleHeaderGetCmin(found->t_data) : InvalidCommandId;
-	heap_deform_tuple(row->tuple, RelationGetDescr(rel), row->values,
-					  row->nulls);
+	heap_deform_tuple(row->tuple, desc, row->values, row->nulls);
 }
 
 /*
@@ -298,9 +298,10 @@ row_fill(OwnedRow *row, Relation rel, HeapTuple found)
  * with check_key, a version whose key is not ours is not taken.
  */
 static bool
-fetch_chain(Relation rel, Buffer buf, ItemPointer root, Snapshot snapshot,
+fetch_chain(OwnedRel *orel, Buffer buf, ItemPointer root, Snapshot snapshot,
 			const Datum *check_key, bool *all_dead, OwnedRow *row)
 {
+	Relation	rel = orel->rel;
 	HeapTupleData tuple;
 	ItemPointerData tid = *root;
 	bool		found;
@@ -312,7 +313,7 @@ fetch_chain(Relation rel, Buffer buf, ItemPointer root, Snapshot snapshot,
 		found = column_equals(&tuple, RelationGetDescr(rel), i + 1,
 							  check_key[i]);
 	if (found)
-		row_fill(row, rel, &tuple);
+		row_fill(row, orel->desc, &tuple);
 	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 	return found;
 }
@@ -341,9 +342,10 @@ block_exists(Relation rel, BlockNumber blkno)
  * Look for a key of a keyed table through the TID cache.
  */
 static bool
-fetch_cached(Relation rel, const Datum *key, uint64 hash, Snapshot snapshot,
+fetch_cached(OwnedRel *orel, const Datum *key, uint64 hash, Snapshot snapshot,
 			 OwnedRow *row)
 {
+	Relation	rel = orel->rel;
 	OwnedTidSlot *set = cache_set(hash);
 
 	for (int way = 0; way < 2; way++)
@@ -358,7 +360,7 @@ fetch_cached(Relation rel, const Datum *key, uint64 hash, Snapshot snapshot,
 			continue;
 		buf = ReadBuffer(rel, ItemPointerGetBlockNumber(&slot->tid));
 		maybe_prune(rel, buf);
-		found = fetch_chain(rel, buf, &slot->tid, snapshot, key, NULL, row);
+		found = fetch_chain(orel, buf, &slot->tid, snapshot, key, NULL, row);
 		ReleaseBuffer(buf);
 		if (found)
 		{
@@ -434,7 +436,7 @@ owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
 
 	memset(row, 0, sizeof(OwnedRow));
 	/* a row found through the cache never opens the index */
-	if (keyed && fetch_cached(rel, key, hash, snapshot, row))
+	if (keyed && fetch_cached(orel, key, hash, snapshot, row))
 		return true;
 
 	nkeys = owned_pk(orel)->rd_index->indnkeyatts;
@@ -451,7 +453,7 @@ owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
 			buf = ReleaseAndReadBuffer(buf, rel, ItemPointerGetBlockNumber(tid));
 			maybe_prune(rel, buf);
 		}
-		if (fetch_chain(rel, buf, tid, snapshot, NULL, &all_dead, row))
+		if (fetch_chain(orel, buf, tid, snapshot, NULL, &all_dead, row))
 		{
 			if (keyed)
 				cache_remember(rel, hash, tid);
@@ -476,9 +478,9 @@ owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
  * relcache's attribute bitmaps are.
  */
 static Bitmapset *
-changed_columns(Relation rel, const OwnedRow *row, Datum *values, bool *nulls)
+changed_columns(TupleDesc desc, const OwnedRow *row, Datum *values,
+				bool *nulls)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
 	Bitmapset  *changed = NULL;
 
 	for (int i = 0; i < desc->natts; i++)
@@ -516,8 +518,8 @@ write_version(OwnedRel *orel, const OwnedRow *row, Datum *values,
 			  bool *nulls)
 {
 	Relation	rel = orel->rel;
-	HeapTuple	newtup = heap_form_tuple(RelationGetDescr(rel), values, nulls);
-	Bitmapset  *changed = changed_columns(rel, row, values, nulls);
+	HeapTuple	newtup = heap_form_tuple(orel->desc, values, nulls);
+	Bitmapset  *changed = changed_columns(orel->desc, row, values, nulls);
 	OrderingIndexUpdate indexes;
 	TM_FailureData tmfd;
 	LockTupleMode lockmode;
@@ -628,8 +630,7 @@ probe_dirty(OwnedRel *orel, const Datum *key, TransactionId *xwait,
 static void
 insert_row(OwnedRel *orel, Datum *values, bool *nulls)
 {
-	HeapTuple	tuple = heap_form_tuple(RelationGetDescr(orel->rel), values,
-										nulls);
+	HeapTuple	tuple = heap_form_tuple(orel->desc, values, nulls);
 
 	heap_insert(orel->rel, tuple, GetCurrentCommandId(true), 0, NULL);
 	owned_index_insert(orel, tuple, NULL, ORDERING_INDEXES_ALL);

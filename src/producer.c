@@ -16,7 +16,11 @@
  *	- a companion AFTER INSERT trigger whose WHEN clause,
  *	  ordering.sequence_stored(), reports each stored row whose number was
  *	  provisional.  A stored row is counted, and queues the relay wake-up
- *	  of a table that asked for one (wakeup.c).
+ *	  of a table that asked for one (wakeup.c).  Where a later BEFORE
+ *	  trigger may have changed the row, the clause is true and the
+ *	  companion fires with the row as stored: if its resource or number is
+ *	  not what our trigger handed out, the statement fails with SQLSTATE
+ *	  27000 (provisional.c), so a number never goes to another resource.
  *	- ordering.sequence_guard(), BEFORE UPDATE OR DELETE FOR EACH ROW: a
  *	  sequenced row keeps its number and its resource; and a row that an
  *	  UPDATE moves to another partition (PostgreSQL deletes it from the old
@@ -29,7 +33,9 @@
  * changes.  During a restore (ordering.restoring, set by
  * ordering.pre_restore()) supplied numbers are restored history: the rows
  * keep them and the counters are left to ordering.post_restore(); a row
- * that asks for a new number is refused.
+ * that asks for a new number is refused.  The registry of attached tables
+ * is not consulted then (pg_restore -j may load it after the tables):
+ * ordering.post_restore() checks it against the triggers instead.
  *
  *-------------------------------------------------------------------------
  */
@@ -234,7 +240,7 @@ static void
 numbered(const SequencedRow *row, int64 seq, bool later_trigger)
 {
 	if (provisional_row_may_be_skipped(later_trigger))
-		provisional_record(row->stream, row->resource, seq);
+		provisional_record(row->stream, row->resource, seq, later_trigger);
 	else
 		report_stored(row->stream, row->resource);
 }
@@ -256,11 +262,15 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	ordering_trigger_check(fcinfo, &sequence_trigger_protocol);
 	tuple = trigdata->tg_trigtuple;
 	read_row(trigdata, &sequence_trigger_protocol, tuple, &row);
-	attached_check(trigdata->tg_relation, trigdata->tg_trigger, row.stream,
-				   &table);
-	if (table.wake_relays)
-		ordering_wakeup_arm(row.stream);
 
+	/*
+	 * A restore loads rows that carry their numbers and touches no counter,
+	 * so the registry of attached tables is not needed here; it may not even
+	 * be loaded yet (pg_restore -j loads big tables first).
+	 * ordering.post_restore() checks that every table with a sequencing
+	 * trigger is registered with the trigger's stream before it raises the
+	 * counters and ends restore mode.
+	 */
 	if (ordering_restoring)
 	{
 		if (row.seq_isnull)
@@ -272,6 +282,11 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 							row.seq)));
 		return PointerGetDatum(tuple);
 	}
+
+	attached_check(trigdata->tg_relation, trigdata->tg_trigger, row.stream,
+				   &table);
+	if (table.wake_relays)
+		ordering_wakeup_arm(row.stream);
 
 	/* the rows before this one at this level are decided: settle them */
 	provisional_settle_level();
@@ -295,8 +310,10 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 /*
  * ordering.sequence_stored() returns boolean: the WHEN clause of the
  * companion AFTER INSERT trigger.  Evaluated right after a row is stored:
- * its number is no longer provisional, and counts as assigned.  Always
- * false, so no trigger event is queued.
+ * its number is no longer provisional, and counts as assigned.  False, so
+ * that no trigger event is queued, except for a row that a later BEFORE
+ * trigger may have changed: the companion then fires to check it (file
+ * header).
  */
 Datum
 ordering_sequence_stored(PG_FUNCTION_ARGS)
@@ -306,23 +323,70 @@ ordering_sequence_stored(PG_FUNCTION_ARGS)
 	if (p != NULL)
 	{
 		report_stored(p->stream, p->resource);
+		if (p->check_stored)
+		{
+			provisional_await_check(p);
+			PG_RETURN_BOOL(true);
+		}
 		provisional_free(p);
 	}
 	PG_RETURN_BOOL(false);
 }
 
 /*
+ * Refuse a use of the companion's function other than the one its WHEN
+ * clause lets fire: AFTER INSERT FOR EACH ROW.
+ */
+static void
+check_companion_protocol(FunctionCallInfo fcinfo)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("ordering.sequence_stored_trigger() must be fired AFTER INSERT FOR EACH ROW"),
+				 errdetail("It is created by ordering.attach() with the WHEN clause ordering.sequence_stored()."),
+				 errhint("Use ordering.attach() to install it.")));
+}
+
+/*
  * ordering.sequence_stored_trigger(): the function of the companion
- * trigger, which its WHEN clause never lets fire.
+ * trigger, fired only for a stored row that a later BEFORE trigger may have
+ * changed (its WHEN clause says which): the row must carry the resource and
+ * number our trigger handed out (file header).
  */
 Datum
 ordering_sequence_stored_trigger(PG_FUNCTION_ARGS)
 {
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TriggerData sequencing;
+	SequencedRow row;
+	text	   *given_to = NULL;
+
+	check_companion_protocol(fcinfo);
+	sequencing = *trigdata;
+	sequencing.tg_trigger = attached_sequencing_trigger(trigdata->tg_relation);
+	read_row(&sequencing, &sequence_trigger_protocol, trigdata->tg_trigtuple,
+			 &row);
+	if (!row.seq_isnull &&
+		provisional_check_stored(row.stream, row.resource, row.seq, &given_to))
+		return PointerGetDatum(NULL);
 	ereport(ERROR,
-			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-			 errmsg("ordering.sequence_stored_trigger() fired"),
-			 errdetail("It is created by ordering.attach() with a WHEN clause that is never true."),
-			 errhint("Use ordering.attach() to install it.")));
+			(errcode(ERRCODE_TRIGGERED_DATA_CHANGE_VIOLATION),
+			 errmsg("a BEFORE INSERT trigger that fires after ordering's changed the resource or the sequence number of a row of \"%s\"",
+					RelationGetRelationName(trigdata->tg_relation)),
+			 given_to != NULL ?
+			 errdetail("Sequence number " INT64_FORMAT " of stream \"%s\" was handed to resource \"%s\", but the row was stored with resource \"%s\".",
+					   row.seq, text_to_cstring(row.stream),
+					   text_to_cstring(given_to), text_to_cstring(row.resource)) :
+			 errdetail("The row was stored with resource \"%s\" and a sequence number that ordering did not hand to that resource.",
+					   text_to_cstring(row.resource)),
+			 errhint("Change the resource in a trigger that fires before \"%s\" (BEFORE triggers fire in the order of their names), or in the INSERT itself.",
+					 sequencing.tg_trigger->tgname)));
 	PG_RETURN_NULL();
 }
 

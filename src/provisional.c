@@ -49,6 +49,17 @@
  * their tables where we cannot reach them: there the companion stays on
  * and finds nothing to settle.)
  *
+ * A later BEFORE trigger may also change the row it lets through: a
+ * trigger that normalizes the resource (lower()) would store the number of
+ * one resource in a row of another, which then repeats it.  So a number
+ * recorded because such a trigger follows ours is checked once its row is
+ * stored: the companion's WHEN clause moves the record to a second list and
+ * returns true, the companion fires at the end of the statement with the
+ * row as stored, and ordering.sequence_stored_trigger() looks for the
+ * record of that row's (stream, resource, number) there; if there is none,
+ * the statement fails (producer.c).  Rows of tables without such a trigger
+ * never get there, and their companion's clause stays false.
+ *
  * Levels: a statement's rows get the level of its ExecutorRun (or COPY), and
  * so do the rows that its data-modifying WITH queries insert in its
  * ExecutorFinish; statements run from inside a trigger or function are one
@@ -79,6 +90,9 @@
 /* The records, oldest first, in TopTransactionContext */
 static List *provisionals = NIL;
 
+/* Records of stored rows to check when their companion fires (file header) */
+static List *awaiting_check = NIL;
+
 /* How deep in statements we are (file header) */
 static int	statement_level = 0;
 
@@ -90,10 +104,11 @@ static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /*
- * Record a number handed to a row at the current level.
+ * Record a number handed to a row at the current level; with check_stored,
+ * the row is checked once stored (file header).
  */
 void
-provisional_record(text *stream, text *resource, int64 seq)
+provisional_record(text *stream, text *resource, int64 seq, bool check_stored)
 {
 	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 	Provisional *p = palloc(sizeof(Provisional));
@@ -103,6 +118,7 @@ provisional_record(text *stream, text *resource, int64 seq)
 	p->seq = seq;
 	p->level = statement_level;
 	p->subid = GetCurrentSubTransactionId();
+	p->check_stored = check_stored;
 	provisionals = lappend(provisionals, p);
 	MemoryContextSwitchTo(old);
 }
@@ -140,6 +156,49 @@ provisional_free(Provisional *p)
 	pfree(p->stream);
 	pfree(p->resource);
 	pfree(p);
+}
+
+/*
+ * Keep a record that provisional_stored() returned until its row is checked
+ * (file header); it is no longer the caller's to free.
+ */
+void
+provisional_await_check(Provisional *p)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+	awaiting_check = lappend(awaiting_check, p);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * A row checked by its companion was stored as (stream, resource, seq): is
+ * that a number handed to that resource?  Forgets the record that says so
+ * and returns true; else returns false, with *given_to the resource the
+ * number of that stream was handed to, if a record says (else NULL).
+ */
+bool
+provisional_check_stored(text *stream, text *resource, int64 seq,
+						 text **given_to)
+{
+	ListCell   *lc;
+
+	*given_to = NULL;
+	foreach(lc, awaiting_check)
+	{
+		Provisional *p = lfirst(lc);
+
+		if (p->seq != seq || !ordering_text_equal(p->stream, stream))
+			continue;
+		if (ordering_text_equal(p->resource, resource))
+		{
+			awaiting_check = foreach_delete_current(awaiting_check, lc);
+			provisional_free(p);
+			return true;
+		}
+		*given_to = p->resource;
+	}
+	return false;
 }
 
 /*
@@ -388,6 +447,7 @@ provisional_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 			provisionals = NIL; /* TopTransactionContext goes away */
+			awaiting_check = NIL;
 			break;
 		default:
 			break;
@@ -410,6 +470,14 @@ provisional_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 		if (p->subid >= mySubid)
 			provisionals = list_delete_nth_cell(provisionals, i);
+	}
+	/* their companions' events went with the subtransaction too */
+	for (int i = list_length(awaiting_check) - 1; i >= 0; i--)
+	{
+		Provisional *p = list_nth(awaiting_check, i);
+
+		if (p->subid >= mySubid)
+			awaiting_check = list_delete_nth_cell(awaiting_check, i);
 	}
 }
 

@@ -10,7 +10,8 @@
 
 extern void provisional_init(void);
 extern bool provisional_row_may_be_skipped(bool later_trigger);
-extern void provisional_record(text *stream, text *resource, int64 seq);
+extern void provisional_record(text *stream, text *resource, int64 seq,
+							   bool check_stored);
 
 /* A number handed out whose row is not known to be stored */
 typedef struct Provisional
@@ -20,10 +21,14 @@ typedef struct Provisional
 	int64		seq;
 	int			level;
 	SubTransactionId subid;
+	bool		check_stored;	/* a later BEFORE trigger may change the row */
 } Provisional;
 
 extern Provisional *provisional_stored(void);
 extern void provisional_free(Provisional *p);
 extern void provisional_settle_level(void);
+extern void provisional_await_check(Provisional *p);
+extern bool provisional_check_stored(text *stream, text *resource, int64 seq,
+									 text **given_to);
 
 #endif							/* ORDERING_PROVISIONAL_H */

@@ -18,6 +18,22 @@
  * print the same everywhere (integers, numeric, uuid, boolean, the text
  * types, enums) skip the settings, which cost a few microseconds.
  *
+ * Types whose output depends on a setting we do not fix are refused with
+ * SQLSTATE 0A000, at attach() and at every insert: money (lc_monetary) and
+ * the reg* types that print a name qualified or not depending on
+ * search_path (regclass, regtype, regproc, ...), alone or inside an array,
+ * range or composite type.  (Fixing lc_monetary would not help: a money
+ * value is a count of the locale's smallest unit, so 1.00 in one locale is
+ * another amount in another.)
+ *
+ * Equal values key alike where the type allows it (1.2): a numeric is keyed
+ * without the trailing zeros of its fraction (1.50 and 1.5 are one
+ * resource, "1.5"), a float zero is "0" whatever its sign.  For the other
+ * types the key is the value's text: values that compare equal but print
+ * differently (citext or a nondeterministic collation ignoring case,
+ * intervals such as '1 day' and '24 hours', numerics inside an array or a
+ * composite) are different resources.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -27,10 +43,15 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/typcache.h"
 
 #include "resource_key.h"
 
+/* Nesting of arrays, ranges and composites we look into for refused types */
+#define KEY_TYPE_MAX_DEPTH	8
+
 PG_FUNCTION_INFO_V1(ordering_resource_key);
+PG_FUNCTION_INFO_V1(ordering_check_resource_type);
 
 /* The settings every setting-dependent output is printed under */
 static const struct
@@ -72,6 +93,126 @@ output_is_fixed(Oid typid)
 }
 
 /*
+ * The setting the output of a (base) type depends on, if it is one we do
+ * not fix (file header); NULL for the other types.
+ */
+static const char *
+unfixed_setting(Oid typid)
+{
+	switch (typid)
+	{
+		case MONEYOID:
+			return "lc_monetary";
+		case REGCLASSOID:
+		case REGTYPEOID:
+		case REGPROCOID:
+		case REGPROCEDUREOID:
+		case REGOPEROID:
+		case REGOPERATOROID:
+		case REGCONFIGOID:
+		case REGDICTIONARYOID:
+		case REGCOLLATIONOID:
+			return "search_path";
+		default:
+			return NULL;
+	}
+}
+
+/*
+ * The setting the output of a type depends on, looking into domains,
+ * arrays, ranges and composites ("depth" levels deep at most); NULL if none
+ * we do not fix.
+ */
+static const char *
+type_unfixed_setting(Oid typid, int depth)
+{
+	Oid			base = getBaseType(typid);
+	const char *setting = unfixed_setting(base);
+	Oid			inner;
+	char		typtype;
+
+	if (setting != NULL || depth >= KEY_TYPE_MAX_DEPTH)
+		return setting;
+	typtype = get_typtype(base);
+	if (typtype == TYPTYPE_RANGE)
+		return type_unfixed_setting(get_range_subtype(base), depth + 1);
+	if (typtype == TYPTYPE_MULTIRANGE)
+		return type_unfixed_setting(get_multirange_range(base), depth + 1);
+	inner = get_element_type(base);
+	if (OidIsValid(inner))
+		return type_unfixed_setting(inner, depth + 1);
+	if (typtype == TYPTYPE_COMPOSITE)
+	{
+		TupleDesc	desc = lookup_rowtype_tupdesc(base, -1);
+
+		for (int i = 0; setting == NULL && i < desc->natts; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped)
+				setting = type_unfixed_setting(TupleDescAttr(desc, i)->atttypid,
+											   depth + 1);
+		ReleaseTupleDesc(desc);
+	}
+	return setting;
+}
+
+/*
+ * Refuse a resource type whose text depends on a setting we do not fix
+ * (file header).  The last type that passed is remembered, so that the
+ * rows of one table (which all have one type) look it up once.
+ */
+static void
+check_type(Oid typid)
+{
+	static Oid	checked = InvalidOid;
+	const char *setting;
+
+	if (typid == checked)
+		return;
+	setting = type_unfixed_setting(typid, 0);
+	if (setting != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a resource of type %s cannot be sequenced",
+						format_type_be(typid)),
+				 errdetail("Its text depends on the setting %s, so two sessions could key one resource differently.",
+						   setting),
+				 errhint("Use a resource column of type text, an integer type, numeric or uuid.")));
+	checked = typid;
+}
+
+/*
+ * A numeric's text without the trailing zeros of its fraction (and the
+ * point, if nothing is left after it): 1.50 and 1.5 key alike.  Changes
+ * "out" in place.
+ */
+static void
+trim_fraction(char *out)
+{
+	char	   *point = strchr(out, '.');
+	char	   *end;
+
+	if (point == NULL)
+		return;
+	end = point + strlen(point) - 1;
+	while (end > point && *end == '0')
+		*end-- = '\0';
+	if (end == point)
+		*point = '\0';
+}
+
+/*
+ * Is the value of this (base) type a float zero, of either sign?
+ */
+static bool
+float_zero(Datum value, Oid base)
+{
+	if (base == FLOAT8OID)
+		return DatumGetFloat8(value) == 0.0;
+	if (base == FLOAT4OID)
+		return DatumGetFloat4(value) == 0.0f;
+	return false;
+}
+
+/*
  * The key of a resource value of type typid (see the file header).
  */
 text *
@@ -87,7 +228,15 @@ ordering_resource_key_of(Datum value, Oid typid)
 		return DatumGetTextPP(value);
 	getTypeOutputInfo(typid, &outfunc, &isvarlena);
 	if (output_is_fixed(base))
-		return cstring_to_text(OidOutputFunctionCall(outfunc, value));
+	{
+		out = OidOutputFunctionCall(outfunc, value);
+		if (base == NUMERICOID)
+			trim_fraction(out);
+		return cstring_to_text(out);
+	}
+	check_type(typid);
+	if (float_zero(value, base))
+		return cstring_to_text("0");
 
 	nestlevel = NewGUCNestLevel();
 	for (int i = 0; i < lengthof(fixed_settings); i++)
@@ -113,4 +262,26 @@ ordering_resource_key(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("could not determine the type of the resource")));
 	PG_RETURN_TEXT_P(ordering_resource_key_of(PG_GETARG_DATUM(0), typid));
+}
+
+/*
+ * ordering_internal.check_resource_type(tbl regclass, resource_column name)
+ * returns void: refuses, as the sequencing trigger would at every insert,
+ * a resource column whose type's text depends on a setting we do not fix
+ * (file header); for attach().
+ */
+Datum
+ordering_check_resource_type(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	char	   *column = NameStr(*PG_GETARG_NAME(1));
+	AttrNumber	attnum = get_attnum(relid, column);
+
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						column, get_rel_name(relid))));
+	check_type(get_atttype(relid, attnum));
+	PG_RETURN_VOID();
 }

@@ -35,12 +35,12 @@ ordering_sketch_add(Sketch *sketch, uint64 hash, const char *id, int64 n)
 	int			i;
 
 	Assert(n > 0);
-	sketch->total += n;
+	sketch->total = ordering_counter_add(sketch->total, n);
 	for (i = 0; i < sketch->used; i++)
 	{
 		if (c[i].hash == hash && strcmp(c[i].id, id) == 0)
 		{
-			c[i].count += n;
+			c[i].count = ordering_counter_add(c[i].count, n);
 			return;
 		}
 	}
@@ -58,7 +58,7 @@ ordering_sketch_add(Sketch *sketch, uint64 hash, const char *id, int64 n)
 				victim = &c[i];
 		/* the new id may have had up to the victim's count already */
 		victim->error = victim->count;
-		victim->count += n;
+		victim->count = ordering_counter_add(victim->count, n);
 	}
 	victim->hash = hash;
 	strlcpy(victim->id, id, ORDERING_HOT_ID_LEN);

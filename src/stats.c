@@ -458,7 +458,11 @@ ordering_stats_count(const char *consumer, OrderingEvent event, int64 n)
 	if (stats_shared == NULL || !IsTransactionState())
 		return;
 	Assert(event >= 0 && event < ORDERING_NUM_EVENTS);
-	pending_counters(PENDING_CONSUMER, consumer)->events[event] += n;
+	{
+		Counters   *c = pending_counters(PENDING_CONSUMER, consumer);
+
+		c->events[event] = ordering_counter_add(c->events[event], n);
+	}
 }
 
 /*
@@ -476,8 +480,8 @@ ordering_stats_reorder_distance(const char *consumer, int64 distance)
 	for (i = 0; i < ORDERING_NUM_BOUNDS; i++)
 		if (distance <= distance_bounds[i])
 			break;
-	c->buckets[i]++;
-	c->distance_sum += distance;
+	c->buckets[i] = ordering_counter_add(c->buckets[i], 1);
+	c->distance_sum = ordering_counter_add(c->distance_sum, distance);
 }
 
 /*
@@ -486,9 +490,12 @@ ordering_stats_reorder_distance(const char *consumer, int64 distance)
 void
 ordering_stats_sequence_assigned(const char *stream)
 {
+	Counters   *c;
+
 	if (stats_shared == NULL || !IsTransactionState())
 		return;
-	pending_counters(PENDING_STREAM, stream)->events[STREAM_ASSIGNED]++;
+	c = pending_counters(PENDING_STREAM, stream);
+	c->events[STREAM_ASSIGNED] = ordering_counter_add(c->events[STREAM_ASSIGNED], 1);
 }
 
 /*
@@ -523,9 +530,12 @@ ordering_count_reconciled(PG_FUNCTION_ARGS)
 
 	stream = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	c = pending_counters(PENDING_STREAM, stream);
-	c->events[STREAM_RECONCILE_BEHIND] += behind;
-	c->events[STREAM_RECONCILE_REPUBLISHED] += republished;
-	c->events[STREAM_RECONCILE_PURGED] += purged;
+	c->events[STREAM_RECONCILE_BEHIND] =
+		ordering_counter_add(c->events[STREAM_RECONCILE_BEHIND], behind);
+	c->events[STREAM_RECONCILE_REPUBLISHED] =
+		ordering_counter_add(c->events[STREAM_RECONCILE_REPUBLISHED], republished);
+	c->events[STREAM_RECONCILE_PURGED] =
+		ordering_counter_add(c->events[STREAM_RECONCILE_PURGED], purged);
 	PG_RETURN_VOID();
 }
 
@@ -615,7 +625,7 @@ pending_hot_add(PendingEntry *owner, int level, uint64 hash,
 
 	if (found >= 0)
 	{
-		hot_log[found].n += n;
+		hot_log[found].n = ordering_counter_add(hot_log[found].n, n);
 		return;
 	}
 	if (hot_log == NULL || hot_n >= hot_max)
@@ -682,7 +692,7 @@ ordering_stats_hot_resource(char kind, const char *name, const char *resource,
 		h = &hot_log[hot_n - 1];
 		if (h->owner == owner && h->level == level && h->hash == hash)
 		{
-			h->n += n;
+			h->n = ordering_counter_add(h->n, n);
 			return;
 		}
 	}
@@ -698,10 +708,10 @@ add_counters(Counters *dst, const Counters *src)
 	int			i;
 
 	for (i = 0; i < ORDERING_NUM_EVENTS; i++)
-		dst->events[i] += src->events[i];
+		dst->events[i] = ordering_counter_add(dst->events[i], src->events[i]);
 	for (i = 0; i < ORDERING_NUM_BUCKETS; i++)
-		dst->buckets[i] += src->buckets[i];
-	dst->distance_sum += src->distance_sum;
+		dst->buckets[i] = ordering_counter_add(dst->buckets[i], src->buckets[i]);
+	dst->distance_sum = ordering_counter_add(dst->distance_sum, src->distance_sum);
 }
 
 /*
@@ -927,11 +937,17 @@ pending_publish(void)
 			StreamEntry *se = (StreamEntry *) entry;
 
 			SpinLockAcquire(&se->mutex);
-			se->assigned += e->total.events[STREAM_ASSIGNED];
-			se->reconcile_behind += e->total.events[STREAM_RECONCILE_BEHIND];
-			se->reconcile_republished +=
-				e->total.events[STREAM_RECONCILE_REPUBLISHED];
-			se->reconcile_purged += e->total.events[STREAM_RECONCILE_PURGED];
+			se->assigned = ordering_counter_add(se->assigned,
+												e->total.events[STREAM_ASSIGNED]);
+			se->reconcile_behind =
+				ordering_counter_add(se->reconcile_behind,
+									 e->total.events[STREAM_RECONCILE_BEHIND]);
+			se->reconcile_republished =
+				ordering_counter_add(se->reconcile_republished,
+									 e->total.events[STREAM_RECONCILE_REPUBLISHED]);
+			se->reconcile_purged =
+				ordering_counter_add(se->reconcile_purged,
+									 e->total.events[STREAM_RECONCILE_PURGED]);
 			SpinLockRelease(&se->mutex);
 		}
 
@@ -1007,7 +1023,7 @@ ordering_stats_sequence_conflict(const char *stream)
 	if (entry != NULL)
 	{
 		SpinLockAcquire(&entry->mutex);
-		entry->conflicts++;
+		entry->conflicts = ordering_counter_add(entry->conflicts, 1);
 		SpinLockRelease(&entry->mutex);
 	}
 	LWLockRelease(stats_shared->lock);
@@ -1064,7 +1080,7 @@ pending_hot_subxact_end(int level, bool committed)
 		parent = pending_hot_find(hot_key(h->owner, h->hash, level - 1), first);
 		if (parent >= 0)
 		{
-			hot_log[parent].n += h->n;
+			hot_log[parent].n = ordering_counter_add(hot_log[parent].n, h->n);
 			h->n = 0;
 		}
 		else if (hot_indexed)

@@ -13,6 +13,8 @@
 #ifndef ORDERING_STATS_H
 #define ORDERING_STATS_H
 
+#include "common/int.h"
+
 /*
  * What the consumer functions count (consumer.c, newer_only.c), per consumer:
  *
@@ -112,6 +114,24 @@ typedef enum OrderingEvent
  * terminating zero); longer names are cut at a character boundary.
  */
 #define ORDERING_STATS_NAME_LEN		128
+
+/*
+ * a + n for a counter, n >= 0: every counter of the statistics (pending,
+ * shared, the sketches' counts) saturates at PG_INT64_MAX instead of
+ * wrapping to a negative number.  Event counts never get there; sums of
+ * sequence numbers (events skipped, the reorder distance) can, in one call
+ * near seq 2^63 - 1.
+ */
+static inline int64
+ordering_counter_add(int64 a, int64 n)
+{
+	int64		sum;
+
+	Assert(a >= 0 && n >= 0);
+	if (pg_add_s64_overflow(a, n, &sum))
+		return PG_INT64_MAX;
+	return sum;
+}
 
 /* Called from _PG_init: request shared memory when preloaded. */
 extern void ordering_stats_init(void);

@@ -105,3 +105,11 @@ SELECT 'gap requests', count(*), sum(g.missing_from + g.missing_to + g.parked_co
 $f$;
 
 CREATE TABLE upgrade_check.before AS SELECT * FROM upgrade_check.fingerprint();
+
+-- Keys that 1.2 changes (after the record above, which they would fail):
+-- a table keyed by numeric, whose 1.0 keys tell 1.50 (3 events) from 1.5
+-- (1 event); 1.2 keys both as 1.5, so the update merges their counters,
+-- keeping the higher.
+CREATE TABLE upgrade_numeric_outbox (amount numeric NOT NULL, version bigint NOT NULL);
+SELECT ordering.attach('upgrade_numeric_outbox', 'amount', 'version');
+INSERT INTO upgrade_numeric_outbox (amount) VALUES (1.50), (1.50), (1.50), (1.5), (2.0);
