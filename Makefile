@@ -19,6 +19,7 @@ OBJS = \
 	src/resource_key.o \
 	src/provisional.o \
 	src/attached.o \
+	src/attachments.o \
 	src/wakeup.o \
 	src/producer.o \
 	src/restore.o \

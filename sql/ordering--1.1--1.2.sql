@@ -33,6 +33,229 @@ GRANT USAGE ON SCHEMA ordering_internal TO PUBLIC;
 -- Hardening: privileges, self-checks, operations
 -- ------------------------------------------------------------------------
 
+-- Producers: the registry of attached tables (issue 27, item 8).  It says
+-- which tables are sequenced and in which stream, so a role that writes it
+-- can switch off every stream or move its table into another's.  No set
+-- writes it with SQL any more: attach() and detach() write it through two
+-- C functions (src/attachments.c) that record only what the catalog says
+-- (the sequencing trigger with its arguments, or its absence), and refuse
+-- with 42501 to attach a table to a stream whose other tables the caller
+-- does not own.
+CREATE FUNCTION ordering_internal.attachment_register(tbl regclass, stream text,
+                                                      resource_column name,
+                                                      sequence_column name)
+    RETURNS void
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_attachment_register';
+COMMENT ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name) IS
+    'Internal to ordering.attach(): records the table, which has the sequencing trigger with these arguments, as attached to the stream; refuses (42501) a caller who does not own the other tables of that stream';
+CREATE FUNCTION ordering_internal.attachment_unregister(tbl regclass)
+    RETURNS text
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_attachment_unregister';
+COMMENT ON FUNCTION ordering_internal.attachment_unregister(regclass) IS
+    'Internal to ordering.detach(): records the table, whose sequencing trigger is gone, as detached; returns the stream it had';
+REVOKE EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name),
+    ordering_internal.attachment_unregister(regclass) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION ordering.attach(tbl regclass,
+                                           resource_column name DEFAULT 'resource_id',
+                                           sequence_column name DEFAULT 'seq',
+                                           stream text DEFAULT NULL)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    rel record;
+    seq_type regtype;
+    known_stream text;
+    generated name;
+BEGIN
+    IF tbl IS NULL OR resource_column IS NULL OR sequence_column IS NULL THEN
+        RAISE EXCEPTION 'table, resource column and sequence column must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT c.relname, n.nspname, c.relkind INTO rel
+      FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+     WHERE c.oid OPERATOR(pg_catalog.=) tbl;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'relation with OID % does not exist', tbl::pg_catalog.oid
+            USING ERRCODE = 'undefined_table';
+    END IF;
+    IF rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', tbl
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                    WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+                      AND a.attname OPERATOR(pg_catalog.=) resource_column
+                      AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', resource_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    SELECT a.atttypid INTO seq_type
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname OPERATOR(pg_catalog.=) sequence_column
+       AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', sequence_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF seq_type OPERATOR(pg_catalog.<>) 'pg_catalog.int8'::pg_catalog.regtype THEN
+        RAISE EXCEPTION 'sequence column "%" of relation "%" must be of type bigint, not %',
+            sequence_column, tbl, seq_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    IF resource_column OPERATOR(pg_catalog.=) sequence_column THEN
+        RAISE EXCEPTION 'resource column and sequence column must differ'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT a.attname INTO generated
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname IN (resource_column, sequence_column)
+       AND a.attgenerated OPERATOR(pg_catalog.<>) '';
+    IF FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" is a generated column', generated, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A generated column has no value yet when the sequencing trigger runs (BEFORE INSERT).',
+                  HINT = 'Sequence a plain column; compute the generated one from it.';
+    END IF;
+    IF stream OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'stream name must not be empty'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                  AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
+        RAISE EXCEPTION 'relation "%" is already attached', tbl
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Call ordering.detach() first to change how it is sequenced.';
+    END IF;
+    -- A table that Citus distributes would be sequenced on each shard by
+    -- the shard's node: counters would restart after a shard move.
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        IF (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0
+              FROM pg_catalog.pg_dist_partition p
+             WHERE p.logicalrelid OPERATOR(pg_catalog.=) tbl) THEN
+            RAISE EXCEPTION 'relation "%" is distributed by Citus', tbl
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'Its rows would be sequenced by each shard''s node, with counters of their own.';
+        END IF;
+    END IF;
+    -- Re-attaching continues the stream the table had.
+    SELECT a.stream INTO known_stream FROM ordering.attachments a
+     WHERE a.tbl OPERATOR(pg_catalog.=) attach.tbl;
+    stream := COALESCE(stream, known_stream,
+                       rel.nspname OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) rel.relname);
+    -- the trigger refuses longer ones at every insert
+    IF pg_catalog.octet_length(stream) OPERATOR(pg_catalog.>) 1024 THEN
+        RAISE EXCEPTION 'stream name is too long (at most 1024 bytes)'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM ordering.create_sequencing_triggers(tbl, resource_column, sequence_column, stream);
+    -- the registry row: only for a caller who may use the stream (42501)
+    PERFORM ordering_internal.attachment_register(tbl, stream, resource_column,
+                                                  sequence_column);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.detach(tbl regclass) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    was text;
+BEGIN
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'table must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                    WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                      AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
+        RAISE EXCEPTION 'relation "%" is not attached', tbl
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    EXECUTE pg_catalog.format('DROP TRIGGER ordering_sequence ON %s', tbl);
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_stored ON %s', tbl);
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_guard ON %s', tbl);
+    was := ordering_internal.attachment_unregister(tbl);
+    RAISE NOTICE 'relation "%" was sequenced as stream "%"', tbl, was
+        USING DETAIL = 'Its counters are kept: ordering.attach() on this table continues the stream.';
+END
+$$;
+COMMENT ON FUNCTION ordering.detach(regclass) IS
+    'Removes the sequencing triggers from a table and says which stream it had; its counters are kept, and attaching it again continues the stream';
+
+-- Privileges of the producer set (issue 27, item 8): it reads the
+-- registry of attached tables and writes it only through attach() and
+-- detach().
+CREATE OR REPLACE FUNCTION ordering.grant_producer(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
+        'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
+        'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
+        'ordering.wake_relays(regclass, boolean), '
+        'ordering.create_sequencing_triggers(regclass, name, name, text), '
+        'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
+        'ordering.sequence_guard(), ordering.resource_key(anyelement), '
+        'ordering.claim_unpublished(integer, boolean, interval), '
+        'ordering.wait_for_standbys(interval), '
+        'ordering.mark_published(bigint[]), ordering.republish(text, bigint, bigint), '
+        'ordering.purge_published(interval), '
+        -- reconciliation, producer side
+        'ordering.stream_summary(text, integer, text, text[]), '
+        'ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean), '
+        'ordering.count_reconciled(text, bigint, bigint, bigint), '
+        'ordering.reconcile_check_arguments(integer, text), '
+        'ordering.reconcile_check_stream(text, text[]), '
+        'ordering.reconcile_producer_resources(text, text, text[]), '
+        'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint)',
+        -- the outbox is written by plain SQL (emit, relays, retention)
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.outbox',
+        'SELECT ON ordering.sequences',
+        -- attach() reads the registry; it and detach() write it through
+        -- two functions of ordering_internal, never with SQL
+        'SELECT ON ordering.attachments',
+        'USAGE ON SCHEMA ordering_internal',
+        'EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name), '
+        'ordering_internal.attachment_unregister(regclass)');
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_producer(regrole) IS
+    'Grants what a producer and its relays need: emit, next/last_sequence, attach/detach, wake_relays, the relay functions (claim_unpublished, wait_for_standbys, mark_published, republish, purge_published), the producer side of reconciliation, and the outbox; read access to the counters and to the registry of attached tables, which only attach() and detach() write';
+
+-- Roles that have the producer set (recognized, as 1.1 did, by EXECUTE on
+-- attach()) lose the writes of the registry, and get what attach() and
+-- detach() now call.
+DO $$
+DECLARE
+    grantee regrole;
+BEGIN
+    FOR grantee IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.attach(regclass, name, name, text)'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE INSERT, UPDATE ON ordering.attachments FROM %s', grantee);
+        PERFORM ordering.grant_privileges(grantee,
+            'USAGE ON SCHEMA ordering_internal',
+            'EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name), '
+            'ordering_internal.attachment_unregister(regclass)');
+    END LOOP;
+END
+$$;
+
 -- Self-checks (issue 27, item 11): ordering.check() covers every invariant
 -- between the extension's tables, and post_restore() and check() report an
 -- attached table whose columns changed instead of failing on it.
@@ -438,6 +661,97 @@ END
 $$;
 COMMENT ON FUNCTION ordering.post_restore() IS
     'Call after pg_restore: raises every counter to the highest number restored in its attached table and ends restore mode; safe to call again';
+
+-- The operator set may read ordering.outbox, which ordering.check()
+-- checks like every attached table (1.1 warned "table ordering.outbox was
+-- not checked" to every operator), and runs check()'s helper (issue 27,
+-- item 10).
+CREATE OR REPLACE FUNCTION ordering.grant_operator(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_consumer(role);
+    PERFORM ordering.grant_monitor(role);
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.skip_gap(text, text), '
+        'ordering.retry_dead_letter(text, text), '
+        'ordering.retry_dead_letter(text, text, regprocedure), '
+        'ordering.discard_dead_letter(text, text), '
+        'ordering.sweep_gaps(), ordering.stats_reset(), '
+        'ordering.check(double precision, bigint), ordering.resource_key(anyelement)',
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.gap_requests',
+        -- what ordering.check() reads: the extension's tables, and its own
+        -- attached table (users' attached tables need SELECT granted by
+        -- their owners, or check() skips them with a WARNING)
+        'SELECT ON ordering.sequences, ordering.attachments, ordering.attached_tables, '
+        'ordering.outbox',
+        'USAGE ON SCHEMA ordering_internal',
+        'EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)');
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_operator(regrole) IS
+    'Grants what an operator (and the gap-sweeper role) needs: the consumer and monitoring sets plus skip_gap, retry_dead_letter, discard_dead_letter, sweep_gaps, stats_reset and check (with read access to ordering.outbox, which it checks)';
+
+-- Roles that have the operator set (EXECUTE on check()) get the same.
+DO $$
+DECLARE
+    grantee regrole;
+BEGIN
+    FOR grantee IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.check(double precision, bigint)'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        PERFORM ordering.grant_privileges(grantee,
+            'SELECT ON ordering.outbox',
+            'USAGE ON SCHEMA ordering_internal',
+            'EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)');
+    END LOOP;
+END
+$$;
+
+-- The consumer set (issue 27, item 9) is one trust domain per database: a
+-- role with it may act as any consumer of the database (consumer names are
+-- labels that keep the positions of different readers apart, not owners),
+-- reads every consumer's positions, parked events and dead letters, and
+-- writes none of the tables with SQL: the functions are its only way to
+-- change them.  Consumers that must not see or move each other's state
+-- belong in separate databases (docs/privileges.md).  1.0 gave the set
+-- INSERT and DELETE on ordering.parked and DELETE on ordering.gap_requests
+-- for functions that no longer write with SQL, and updates kept them:
+-- roles that have the set (EXECUTE on deliver()) lose them, but for the
+-- operators' own rights on ordering.gap_requests (sweep_gaps() writes it
+-- with SQL).
+COMMENT ON FUNCTION ordering.grant_consumer(regrole) IS
+    'Grants what a consumer needs: apply_if_newer, deliver (all forms), deliver_batch, apply_batch, dead_letter, position, the newer_only trigger, and read access to the consumer tables; for every consumer of the database (one trust domain per database: docs/privileges.md)';
+
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole AS grantee,
+               pg_catalog.has_function_privilege(a.grantee, 'ordering.skip_gap(text, text)',
+                                                 'EXECUTE') AS operator
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.deliver(text, text, bigint, jsonb)'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE INSERT, DELETE ON ordering.parked FROM %s', r.grantee);
+        IF NOT r.operator THEN
+            EXECUTE pg_catalog.format('REVOKE DELETE ON ordering.gap_requests FROM %s', r.grantee);
+        END IF;
+    END LOOP;
+END
+$$;
 
 -- (end of section)
 
