@@ -753,6 +753,401 @@ BEGIN
 END
 $$;
 
+-- Metrics (issue 27, item 12; issue 28, item 1): one source of metric
+-- definitions, and plans that never JIT.
+--
+-- ordering_internal.metric_families() defines every metric family of
+-- ordering.metrics() and of monitoring/queries.yaml once: its name, type,
+-- help text, the rows it is read from (a source of
+-- ordering_internal.metric_sources()), the block of the exporter's
+-- configuration it goes into, and the SQL expression of its value over a
+-- row "s" of its source.  ordering.metrics() reads the samples these give
+-- (ordering_internal.metric_samples()); the exporter's configuration is
+-- generated from the same rows (ordering_internal.exporter_queries()),
+-- and sql/metrics.sql fails when the file in monitoring/ differs from it.
+--
+-- Plans: a set-returning function is estimated at 1,000 rows unless it
+-- says otherwise, so the hot resources of every consumer came to a million
+-- estimated rows, far past jit_above_cost: metrics() spent seconds
+-- compiling what runs in milliseconds.  The functions below the statistics
+-- now state what they return (a few consumers and streams, n hot
+-- resources), and the functions a scraper calls run with jit = off.
+ALTER FUNCTION ordering.consumer_counters() ROWS 10;
+ALTER FUNCTION ordering.stream_counters() ROWS 10;
+ALTER FUNCTION ordering.consumer_statistics() ROWS 10;
+ALTER FUNCTION ordering.stream_statistics() ROWS 10;
+ALTER FUNCTION ordering.hot_resources(text, text, integer) ROWS 10;
+
+-- The rows metrics are read from: a table, view or subquery (its FROM
+-- item), and the columns of its rows that are labels (with descriptions
+-- and a note for the exporter's configuration).
+CREATE FUNCTION ordering_internal.metric_sources()
+    RETURNS TABLE (ord integer, source text, labels text[], label_help text[], noun text,
+                   note text, from_item text)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE ROWS 5
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+VALUES
+    (1, 'consumer', '{consumer}'::text[], '{Consumer name}'::text[], 'consumer', NULL::text,
+     'ordering.stats'),
+    (2, 'stream', '{stream}', '{Stream name}', 'stream', NULL,
+     'ordering.stream_stats'),
+    (3, 'outbox', '{}', '{}', 'outbox', NULL,
+     'ordering.outbox_lag'),
+    (4, 'stream_hot', '{stream,resource}', '{Stream name,Resource id}', 'stream',
+     E'The five busiest resources of each stream: resource ids become label\n'
+     'values, leave this block out if they must not leave the database.',
+     E'(SELECT x.stream, h.resource_id AS resource, h.events\n'
+     '          FROM ordering.stream_stats x\n'
+     '         CROSS JOIN LATERAL ordering.hot_resources(''stream'', x.stream, 5) h)'),
+    (5, 'consumer_hot', '{consumer,resource}', '{Consumer name,Resource id}', 'consumer',
+     E'The five busiest resources of each consumer: resource ids become label\n'
+     'values, leave this block out if they must not leave the database.',
+     E'(SELECT x.consumer, h.resource_id AS resource, h.events\n'
+     '          FROM ordering.stats x\n'
+     '         CROSS JOIN LATERAL ordering.hot_resources(''consumer'', x.consumer, 5) h)')
+$$;
+COMMENT ON FUNCTION ordering_internal.metric_sources() IS
+    'Internal to the metrics: the queries metric families are read from, with their label columns';
+
+-- Every metric family.  value: the expression of a counter or gauge;
+-- a histogram has bounds (float8[], without +Inf), buckets (cumulative
+-- bigint[], one per bound), sum and count instead.  block: the key of the
+-- exporter's block, which prefixes the column name.
+CREATE FUNCTION ordering_internal.metric_families()
+    RETURNS TABLE (ord integer, name text, type text, help text, source text, block text,
+                   value text, bounds text, buckets text, sum text, count text)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE ROWS 25
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT f.ord, f.name, f.type, f.help, f.source, f.block, f.value, h.bounds, h.buckets, h.sum, h.count
+  FROM (VALUES
+    (1, 'ordering_events_consumed_total', 'counter', 'Events handed to a consumer function.',
+     'consumer', 'ordering', 's.events_consumed'),
+    (2, 'ordering_events_applied_total', 'counter', 'Events applied when they arrived.',
+     'consumer', 'ordering', 's.events_applied'),
+    (3, 'ordering_events_stale_total', 'counter', 'Events ignored because a newer one was applied.',
+     'consumer', 'ordering', 's.events_stale'),
+    (4, 'ordering_events_duplicate_total', 'counter', 'Events ignored because they were applied or parked already.',
+     'consumer', 'ordering', 's.events_duplicate'),
+    (5, 'ordering_events_parked_total', 'counter', 'Early events parked to wait for a predecessor.',
+     'consumer', 'ordering', 's.events_parked'),
+    (6, 'ordering_events_drained_total', 'counter', 'Parked events applied once their gap filled.',
+     'consumer', 'ordering', 's.events_drained'),
+    (7, 'ordering_event_gaps_escalated_total', 'counter', 'Gap requests emitted after the deadline, first and repeated.',
+     'consumer', 'ordering', 's.gaps_escalated'),
+    (8, 'ordering_events_parked_current', 'gauge', 'Events parked now.',
+     'consumer', 'ordering', 's.parked_current'),
+    (9, 'ordering_event_reorder_distance', 'histogram', 'How far ahead of the position early events arrived (seq - position).',
+     'consumer', 'ordering', NULL),
+    (10, 'ordering_sequences_assigned_total', 'counter', 'Sequence numbers assigned by committed transactions.',
+     'stream', 'ordering_sequences', 's.sequences_assigned'),
+    (11, 'ordering_events_dead_lettered_total', 'counter', 'Events that became the dead letter of their resource.',
+     'consumer', 'ordering', 's.events_dead_lettered'),
+    (12, 'ordering_dead_letters_current', 'gauge', 'Resources blocked by a dead letter now.',
+     'consumer', 'ordering', 's.dead_letters_current'),
+    (13, 'ordering_events_skipped_total', 'counter', 'Events given up by skip_gap or discard_dead_letter.',
+     'consumer', 'ordering', 's.events_skipped'),
+    (14, 'ordering_oldest_gap_age_seconds', 'gauge', 'Age of the lowest parked event of the oldest open gap; 0 when no gap is open.',
+     'consumer', 'ordering', 'COALESCE(pg_catalog.extract(''epoch'', s.oldest_gap_age), 0)'),
+    (15, 'ordering_sequence_conflicts_total', 'counter', 'Supplied sequence numbers refused with SQLSTATE 40001 (counted although the transaction rolled back).',
+     'stream', 'ordering_sequence', 's.sequence_conflicts'),
+    (16, 'ordering_outbox_oldest_unpublished_age_seconds', 'gauge', 'How long the oldest unpublished row of ordering.outbox has waited; 0 when nothing waits.',
+     'outbox', 'ordering_outbox', 'pg_catalog.extract(''epoch'', s.oldest_unpublished_age)'),
+    (17, 'ordering_stream_hot_resource_events_total', 'counter', 'Sequence numbers assigned to each of the busiest resources of a stream (may overcount, see ordering.hot_resources()).',
+     'stream_hot', 'ordering_stream_hot_resource', 's.events'),
+    (18, 'ordering_consumer_hot_resource_events_total', 'counter', 'Events handed to a consumer for each of its busiest resources (may overcount, see ordering.hot_resources()).',
+     'consumer_hot', 'ordering_consumer_hot_resource', 's.events'),
+    (19, 'ordering_reconcile_resources_behind_total', 'counter', 'Resources ordering.reconcile() found behind, dry runs included (a resource found again is counted again).',
+     'stream', 'ordering_reconcile', 's.reconcile_resources_behind'),
+    (20, 'ordering_reconcile_events_republished_total', 'counter', 'Events ordering.reconcile() made unpublished again for the relays to send (none in dry runs).',
+     'stream', 'ordering_reconcile', 's.reconcile_events_republished'),
+    (21, 'ordering_reconcile_events_purged_total', 'counter', 'Missing events ordering.reconcile() found no longer in the outbox, never republished; dry runs included.',
+     'stream', 'ordering_reconcile', 's.reconcile_events_purged')
+  ) f(ord, name, type, help, source, block, value)
+  LEFT JOIN (VALUES
+    -- buckets 1, 2, 3, 5, 10, 25, 100 of ordering.stats (the 8th is the
+    -- overflow, +Inf, whose cumulative count is the count)
+    (9, 's.reorder_distance_bounds[1:7]',
+     'ARRAY(SELECT pg_catalog.sum(b) OVER (ORDER BY i)'
+     ' FROM pg_catalog.unnest(s.reorder_distance_buckets[1:7]) WITH ORDINALITY AS u(b, i)'
+     ' ORDER BY i)',
+     's.reorder_distance_sum',
+     '(SELECT pg_catalog.sum(b) FROM pg_catalog.unnest(s.reorder_distance_buckets) AS b)')
+  ) h(ord, bounds, buckets, sum, count) ON h.ord OPERATOR(pg_catalog.=) f.ord
+$$;
+COMMENT ON FUNCTION ordering_internal.metric_families() IS
+    'Internal to the metrics: every metric family of ordering.metrics() and monitoring/queries.yaml, with its type, help, source, exporter block and value expression';
+
+-- The query that reads the samples of one source: one row per family and
+-- row of the source.
+CREATE FUNCTION ordering_internal.metric_source_query(source text)
+    RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT 'SELECT v.family, '
+       || CASE WHEN pg_catalog.cardinality(src.labels) OPERATOR(pg_catalog.=) 0
+               THEN '''{}''::pg_catalog.text[]'
+               ELSE 'ARRAY[' || (SELECT pg_catalog.string_agg(pg_catalog.format('s.%I::pg_catalog.text', l), ', ' ORDER BY i)
+                                   FROM pg_catalog.unnest(src.labels) WITH ORDINALITY AS u(l, i)) || ']'
+          END
+       || ', v.value, v.bounds, v.buckets, v.hist_sum, v.hist_count FROM ' || src.from_item || ' s'
+       || ' CROSS JOIN LATERAL (VALUES '
+       || (SELECT pg_catalog.string_agg(pg_catalog.format(
+                      '(%s, (%s)::pg_catalog.numeric, (%s)::pg_catalog.float8[], (%s)::pg_catalog.int8[], (%s)::pg_catalog.numeric, (%s)::pg_catalog.numeric)',
+                      f.ord, COALESCE(f.value, 'NULL'), COALESCE(f.bounds, 'NULL'), COALESCE(f.buckets, 'NULL'),
+                      COALESCE(f.sum, 'NULL'), COALESCE(f.count, 'NULL')), ', ' ORDER BY f.ord)
+             FROM ordering_internal.metric_families() f
+            WHERE f.source OPERATOR(pg_catalog.=) src.source)
+       || ') v(family, value, bounds, buckets, hist_sum, hist_count)'
+  FROM ordering_internal.metric_sources() src
+ WHERE src.source OPERATOR(pg_catalog.=) $1
+$$;
+COMMENT ON FUNCTION ordering_internal.metric_source_query(text) IS
+    'Internal to the metrics: the query that reads the samples of every metric family of a source';
+
+-- The samples of every family (or of one source's): what ordering.metrics()
+-- prints.  With jit = off: a scrape must not compile what runs in
+-- milliseconds.
+CREATE FUNCTION ordering_internal.metric_samples(source text DEFAULT NULL)
+    RETURNS TABLE (family integer, labels text[], value numeric, bounds double precision[],
+                   buckets bigint[], hist_sum numeric, hist_count numeric)
+    LANGUAGE plpgsql VOLATILE ROWS 100
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+    AS $$
+DECLARE
+    src text;
+BEGIN
+    FOR src IN SELECT x.source FROM ordering_internal.metric_sources() x
+                WHERE metric_samples.source IS NULL
+                   OR x.source OPERATOR(pg_catalog.=) metric_samples.source
+                ORDER BY x.ord LOOP
+        RETURN QUERY EXECUTE ordering_internal.metric_source_query(src);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.metric_samples(text) IS
+    'Internal to the metrics: one row per metric family and label set (of one source, or of all), with its value, or its histogram';
+
+-- A Prometheus label set: {name="value",...}, the values escaped as the
+-- format requires (backslash, double quote, newline); '' without labels.
+CREATE FUNCTION ordering_internal.metric_label_set(names text[], vals text[])
+    RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT CASE WHEN pg_catalog.cardinality($1) OPERATOR(pg_catalog.=) 0 THEN ''
+            ELSE '{' || (SELECT pg_catalog.string_agg(
+                                    n || '="' || pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(
+                                        v, E'\\', E'\\\\'), '"', E'\\"'), E'\n', E'\\n') || '"',
+                                    ',' ORDER BY i)
+                           FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) WITH ORDINALITY AS u(n, v, i)) || '}'
+       END
+$$;
+COMMENT ON FUNCTION ordering_internal.metric_label_set(text[], text[]) IS
+    'Internal to the metrics: a Prometheus label set from label names and values, the values escaped';
+
+-- metrics() prints the samples, family by family in the order of their
+-- definitions, series by label values.  The text is the text of 1.1.
+CREATE OR REPLACE FUNCTION ordering.metrics() RETURNS text
+    LANGUAGE sql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+    AS $$
+WITH f AS MATERIALIZED (
+    SELECT x.ord, x.name, x.type, x.help, src.labels AS label_names
+      FROM ordering_internal.metric_families() x
+      JOIN ordering_internal.metric_sources() src ON src.source = x.source
+), m AS MATERIALIZED (
+    SELECT * FROM ordering_internal.metric_samples()
+), lines(ord, sub, labels, i, line) AS (
+    SELECT f.ord, 0, '{}'::text[], 0::bigint, '# HELP ' || f.name || ' ' || f.help FROM f
+    UNION ALL
+    SELECT f.ord, 1, '{}', 0, '# TYPE ' || f.name || ' ' || f.type FROM f
+    UNION ALL
+    SELECT f.ord, 2, m.labels, 0,
+           f.name || ordering_internal.metric_label_set(f.label_names, m.labels) || ' ' || m.value
+      FROM f JOIN m ON m.family = f.ord
+     WHERE f.type <> 'histogram'
+    UNION ALL
+    SELECT f.ord, 2, m.labels, b.i,
+           f.name || '_bucket'
+           || ordering_internal.metric_label_set(f.label_names || 'le'::text,
+                                                 m.labels || COALESCE(b.bound::text, '+Inf'))
+           || ' ' || COALESCE(m.buckets[b.i]::numeric, m.hist_count)
+      FROM f JOIN m ON m.family = f.ord
+     CROSS JOIN LATERAL unnest(m.bounds || NULL::float8) WITH ORDINALITY AS b(bound, i)
+     WHERE f.type = 'histogram'
+    UNION ALL
+    SELECT f.ord, 2, m.labels, 1000000 + x.i,
+           f.name || x.suffix || ordering_internal.metric_label_set(f.label_names, m.labels)
+           || ' ' || x.value
+      FROM f JOIN m ON m.family = f.ord
+     CROSS JOIN LATERAL (VALUES (1, '_sum', m.hist_sum), (2, '_count', m.hist_count)) AS x(i, suffix, value)
+     WHERE f.type = 'histogram'
+)
+SELECT string_agg(l.line, E'\n' ORDER BY l.ord, l.sub, l.labels COLLATE "C", l.i) || E'\n'
+  FROM lines l
+$$;
+COMMENT ON FUNCTION ordering.metrics() IS
+    'The statistics of the current database in the Prometheus text exposition format';
+
+-- The exporter's configuration, generated: one block per exporter block of
+-- the families, reading the family's source with the family's expressions,
+-- one column per family (a histogram: bounds, buckets, sum and count).
+CREATE FUNCTION ordering_internal.exporter_block_queries()
+    RETURNS TABLE (block text, query text)
+    LANGUAGE sql STABLE ROWS 10
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT b.block,
+       'SELECT '
+       || pg_catalog.array_to_string(
+              ARRAY['pg_catalog.current_database() AS datname']
+              || ARRAY(SELECT pg_catalog.format('s.%I', l)
+                         FROM pg_catalog.unnest(src.labels) WITH ORDINALITY AS u(l, i)
+                        ORDER BY i)
+              || ARRAY(SELECT pg_catalog.format('(%s)::%s AS %I', x.expr, x.typ,
+                                                pg_catalog.substr(f.name, pg_catalog.length(b.block) + 2)
+                                                || x.suffix)
+                         FROM ordering_internal.metric_families() f
+                        CROSS JOIN LATERAL (VALUES (1, f.value, 'pg_catalog.float8', ''),
+                                                   (2, f.bounds, 'pg_catalog.float8[]', ''),
+                                                   (3, f.buckets, 'pg_catalog.int8[]', '_bucket'),
+                                                   (4, f.sum, 'pg_catalog.float8', '_sum'),
+                                                   (5, f.count, 'pg_catalog.int8', '_count'))
+                                   AS x(i, expr, typ, suffix)
+                        WHERE f.block OPERATOR(pg_catalog.=) b.block AND x.expr IS NOT NULL
+                        ORDER BY f.ord, x.i),
+              E',\n       ')
+       || E'\n  FROM ' || src.from_item || ' s'
+  FROM (SELECT f.block, pg_catalog.min(f.source) AS source, pg_catalog.min(f.ord) AS ord
+          FROM ordering_internal.metric_families() f
+         GROUP BY f.block) b
+  JOIN ordering_internal.metric_sources() src ON src.source OPERATOR(pg_catalog.=) b.source
+ ORDER BY b.ord
+$$;
+COMMENT ON FUNCTION ordering_internal.exporter_block_queries() IS
+    'Internal to the metrics: the query of each block of the exporter''s configuration, from the metric families';
+
+-- One column of an exporter block, in the YAML of its "metrics" list.
+CREATE FUNCTION ordering_internal.exporter_column(name text, usage text, description text)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT pg_catalog.format(E'    - %s:\n        usage: "%s"\n        description: "%s"', $1, $2,
+                         pg_catalog.replace(pg_catalog.replace($3, E'\\', E'\\\\'), '"', E'\\"'))
+$$;
+COMMENT ON FUNCTION ordering_internal.exporter_column(text, text, text) IS
+    'Internal to ordering_internal.exporter_queries(): a column of an exporter block in YAML';
+
+CREATE FUNCTION ordering_internal.exporter_queries()
+    RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT E'# Custom queries for prometheus-postgres-exporter (--extend.query-path):\n'
+       '# the statistics of the ordering extension under the same metric names as\n'
+       '# ordering.metrics().  Point DATA_SOURCE_NAME at every database that has the\n'
+       '# extension (a comma-separated list of DSNs); each series carries the\n'
+       '# database in the label "datname".  The role needs the monitoring set:\n'
+       '# SELECT ordering.grant_monitor(''role'') (see docs/monitoring.md).\n'
+       '#\n'
+       '# Generated: do not edit.  The metric families are defined once, in the\n'
+       '# extension (ordering_internal.metric_families()), which ordering.metrics()\n'
+       '# reads too; this file is the output of\n'
+       '#   psql -XAt -c ''SELECT ordering_internal.exporter_queries()''\n'
+       '# in a database with this version of the extension, and the regression test\n'
+       '# sql/metrics.sql fails when the two differ.  The exporter prefixes each\n'
+       '# column with the key of its block: block "ordering" + column\n'
+       '# "events_consumed_total" = ordering_events_consumed_total.\n'
+       || pg_catalog.string_agg(
+              E'\n'
+              || COALESCE('# ' || pg_catalog.replace(src.note, E'\n', E'\n# ') || E'\n', '')
+              || q.block || E':\n'
+              || E'  query: |\n'
+              || (SELECT pg_catalog.string_agg('    ' || l, E'\n' ORDER BY n)
+                    FROM pg_catalog.regexp_split_to_table(q.query, E'\n') WITH ORDINALITY AS t(l, n))
+              || E'\n  metrics:\n'
+              || pg_catalog.array_to_string(
+                     ARRAY[ordering_internal.exporter_column('datname', 'LABEL',
+                                                            'Database of the ' || src.noun)]
+                     || ARRAY(SELECT ordering_internal.exporter_column(l, 'LABEL', h)
+                                FROM ROWS FROM (pg_catalog.unnest(src.labels), pg_catalog.unnest(src.label_help))
+                                     WITH ORDINALITY AS u(l, h, i)
+                               ORDER BY i)
+                     || ARRAY(SELECT ordering_internal.exporter_column(
+                                         pg_catalog.substr(f.name, pg_catalog.length(q.block) + 2),
+                                         pg_catalog.upper(f.type), f.help)
+                                FROM ordering_internal.metric_families() f
+                               WHERE f.block OPERATOR(pg_catalog.=) q.block
+                               ORDER BY f.ord),
+                     E'\n'),
+              E'\n' ORDER BY q.n)
+  FROM ordering_internal.exporter_block_queries() WITH ORDINALITY AS q(block, query, n)
+  JOIN (SELECT DISTINCT f.block, f.source FROM ordering_internal.metric_families() f) fb
+    ON fb.block OPERATOR(pg_catalog.=) q.block
+  JOIN ordering_internal.metric_sources() src ON src.source OPERATOR(pg_catalog.=) fb.source
+$$;
+COMMENT ON FUNCTION ordering_internal.exporter_queries() IS
+    'The configuration of prometheus-postgres-exporter for the metric families (monitoring/queries.yaml is its output)';
+
+REVOKE EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(),
+    ordering_internal.metric_source_query(text), ordering_internal.metric_samples(text),
+    ordering_internal.metric_label_set(text[], text[]), ordering_internal.exporter_block_queries(),
+    ordering_internal.exporter_column(text, text, text), ordering_internal.exporter_queries()
+    FROM PUBLIC;
+
+-- The monitoring set runs the metric functions of ordering_internal; roles
+-- that have it (EXECUTE on metrics()) get them too.
+CREATE OR REPLACE FUNCTION ordering.grant_monitor(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.metrics(), ordering.metric_label_value(text), '
+        'ordering.consumer_counters(), ordering.stream_counters(), '
+        'ordering.stats_reset_time(), ordering.gap_deadline(), '
+        'ordering.consumer_statistics(), ordering.stream_statistics(), '
+        'ordering.hot_resources(text, text, integer)',
+        'SELECT ON ordering.stats, ordering.stream_stats, ordering.open_gaps, '
+        'ordering.gap_requests, ordering.outbox_lag',
+        -- what ordering.metrics() runs
+        'USAGE ON SCHEMA ordering_internal',
+        'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
+        'ordering_internal.metric_source_query(text), ordering_internal.metric_samples(text), '
+        'ordering_internal.metric_label_set(text[], text[])');
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_monitor(regrole) IS
+    'Grants read-only access to the statistics, ordering.metrics(), hot resources, the relay lag and the open gaps (for dashboards and exporters)';
+
+DO $$
+DECLARE
+    grantee regrole;
+BEGIN
+    FOR grantee IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.metrics()'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        PERFORM ordering.grant_privileges(grantee,
+            'USAGE ON SCHEMA ordering_internal',
+            'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
+            'ordering_internal.metric_source_query(text), ordering_internal.metric_samples(text), '
+            'ordering_internal.metric_label_set(text[], text[])');
+    END LOOP;
+END
+$$;
+
 -- (end of section)
 
 -- ------------------------------------------------------------------------
