@@ -1148,6 +1148,13 @@ BEGIN
 END
 $$;
 
+-- Failover-safe publishing (issue 27, item 15): which standbys count is
+-- stated, and ordering.min_standbys requires more of them (src/standbys.c).
+COMMENT ON FUNCTION ordering.wait_for_standbys(interval) IS
+    'Waits until every connected streaming standby, and at least ordering.min_standbys of them (default 1), has flushed the WAL of everything this transaction has seen, and returns that WAL position; SQLSTATE 55000 when that has not happened within the timeout';
+COMMENT ON FUNCTION ordering.claim_unpublished(integer, boolean, interval) IS
+    'For relays: up to batch_size unpublished outbox rows, locked until the end of the caller''s transaction and skipped by other relays; with replicated, only once every connected standby, and at least ordering.min_standbys of them, has flushed them (SQLSTATE 55000 after timeout)';
+
 -- (end of section)
 
 -- ------------------------------------------------------------------------
