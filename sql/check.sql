@@ -210,7 +210,6 @@ GRANT SELECT ON ordering.sequences, ordering.positions, ordering.parked, orderin
 GRANT SELECT ON events TO ordering_check_reader;
 GRANT EXECUTE ON FUNCTION ordering.check(double precision, bigint), ordering.consumer_counters(),
     ordering.consumer_statistics(), ordering.stats_reset_time() TO ordering_check_reader;
-GRANT USAGE ON SCHEMA ordering_internal TO ordering_check_reader;
 GRANT EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)
     TO ordering_check_reader;
 BEGIN;

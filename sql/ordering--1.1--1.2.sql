@@ -223,7 +223,6 @@ BEGIN
         -- attach() reads the registry; it and detach() write it through
         -- two functions of ordering_internal, never with SQL
         'SELECT ON ordering.attachments',
-        'USAGE ON SCHEMA ordering_internal',
         'EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name), '
         'ordering_internal.attachment_unregister(regclass)');
 END
@@ -249,7 +248,6 @@ BEGIN
     LOOP
         EXECUTE pg_catalog.format('REVOKE INSERT, UPDATE ON ordering.attachments FROM %s', grantee);
         PERFORM ordering.grant_privileges(grantee,
-            'USAGE ON SCHEMA ordering_internal',
             'EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name), '
             'ordering_internal.attachment_unregister(regclass)');
     END LOOP;
@@ -621,14 +619,36 @@ COMMENT ON FUNCTION ordering.check(double precision, bigint) IS
 
 -- post_restore() of 1.2: an attached table whose columns were renamed,
 -- dropped or retyped no longer fails the whole call (42703): it is named
--- in a WARNING and left, and every other counter is raised.
+-- in a WARNING and left, and every other counter is raised.  The whole
+-- change is the CONTINUE line in the loop.
+CREATE FUNCTION ordering_internal.attachment_restorable(tbl regclass, stream text,
+                                                        resource_column name,
+                                                        sequence_column name)
+    RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    problem text := ordering_internal.attachment_problem(tbl, resource_column, sequence_column);
+BEGIN
+    IF problem IS NOT NULL THEN
+        RAISE WARNING 'the counters of table % (stream %) were not raised: %', tbl,
+            pg_catalog.quote_literal(stream), problem
+            USING HINT = 'Give the table back the columns it was attached with and call ordering.post_restore() again, or detach it.';
+    END IF;
+    RETURN problem IS NULL;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.attachment_restorable(regclass, text, name, name) IS
+    'Internal to ordering.post_restore(): whether the counters of an attached table can be raised from its rows; a WARNING names the table when its columns changed';
+REVOKE EXECUTE ON FUNCTION ordering_internal.attachment_restorable(regclass, text, name, name) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION ordering.post_restore() RETURNS boolean
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     att record;
-    problem text;
 BEGIN
     PERFORM ordering.gap_deadline();
     DELETE FROM ordering.attachments a
@@ -636,16 +656,10 @@ BEGIN
                         WHERE c.oid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid);
     -- every counter at least the highest number restored in its table
     FOR att IN SELECT * FROM ordering.attachments x WHERE x.attached LOOP
-        -- a table whose columns changed is reported and left: the others
-        -- are raised all the same
-        problem := ordering_internal.attachment_problem(att.tbl, att.resource_column,
-                                                        att.sequence_column);
-        IF problem IS NOT NULL THEN
-            RAISE WARNING 'the counters of table % (stream %) were not raised: %', att.tbl,
-                pg_catalog.quote_literal(att.stream), problem
-                USING HINT = 'Give the table back the columns it was attached with and call ordering.post_restore() again, or detach it.';
-            CONTINUE;
-        END IF;
+        -- a table whose columns changed is named and left (1.2)
+        CONTINUE WHEN NOT ordering_internal.attachment_restorable(att.tbl, att.stream,
+                                                                  att.resource_column,
+                                                                  att.sequence_column);
         EXECUTE pg_catalog.format(
             'INSERT INTO ordering.sequences (stream, resource_id, last_seq) '
             'SELECT %L, ordering.resource_key(t.%I), pg_catalog.max(t.%I) '
@@ -686,7 +700,6 @@ BEGIN
         -- their owners, or check() skips them with a WARNING)
         'SELECT ON ordering.sequences, ordering.attachments, ordering.attached_tables, '
         'ordering.outbox',
-        'USAGE ON SCHEMA ordering_internal',
         'EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)');
 END
 $$;
@@ -709,7 +722,6 @@ BEGIN
     LOOP
         PERFORM ordering.grant_privileges(grantee,
             'SELECT ON ordering.outbox',
-            'USAGE ON SCHEMA ordering_internal',
             'EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)');
     END LOOP;
 END
@@ -1117,7 +1129,6 @@ BEGIN
         'SELECT ON ordering.stats, ordering.stream_stats, ordering.open_gaps, '
         'ordering.gap_requests, ordering.outbox_lag',
         -- what ordering.metrics() runs
-        'USAGE ON SCHEMA ordering_internal',
         'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
         'ordering_internal.metric_source_query(text), ordering_internal.metric_samples(text), '
         'ordering_internal.metric_label_set(text[], text[])');
@@ -1140,7 +1151,6 @@ BEGIN
            AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
     LOOP
         PERFORM ordering.grant_privileges(grantee,
-            'USAGE ON SCHEMA ordering_internal',
             'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
             'ordering_internal.metric_source_query(text), ordering_internal.metric_samples(text), '
             'ordering_internal.metric_label_set(text[], text[])');

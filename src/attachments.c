@@ -58,6 +58,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "ordering.h"
 #include "owned.h"
 
 PG_FUNCTION_INFO_V1(ordering_attachment_register);
@@ -126,9 +127,7 @@ check_stream_owner(OwnedRel *attachments, Oid relid, text *stream)
 		other_stream = DatumGetTextPP(slot_getattr(scan.slot,
 												   ATTACHMENTS_STREAM,
 												   &isnull));
-		if (VARSIZE_ANY_EXHDR(other_stream) != VARSIZE_ANY_EXHDR(stream) ||
-			memcmp(VARDATA_ANY(other_stream), VARDATA_ANY(stream),
-				   VARSIZE_ANY_EXHDR(stream)) != 0)
+		if (!ordering_text_equal(other_stream, stream))
 			continue;
 		classtup = SearchSysCache1(RELOID, ObjectIdGetDatum(other));
 		if (!HeapTupleIsValid(classtup))
