@@ -105,3 +105,13 @@ SELECT 'gap requests', count(*), sum(g.missing_from + g.missing_to + g.parked_co
 $f$;
 
 CREATE TABLE upgrade_check.before AS SELECT * FROM upgrade_check.fingerprint();
+
+-- Roles given each set by 1.0: the update must leave each holding what
+-- the set holds now, and nothing the set no longer holds.
+CREATE ROLE upgrade_producer;
+CREATE ROLE upgrade_consumer;
+CREATE ROLE upgrade_monitor;
+CREATE ROLE upgrade_operator;
+SELECT ordering.grant_producer('upgrade_producer'), ordering.grant_consumer('upgrade_consumer'),
+       ordering.grant_monitor('upgrade_monitor'), ordering.grant_operator('upgrade_operator');
+GRANT CREATE ON SCHEMA public TO upgrade_producer;

@@ -87,3 +87,40 @@ SET ordering.gap_deadline = '10min';
 SELECT upgrade_check.expect('sweep_gaps: the new gap of res-1 is requested',
        (SELECT count(*) FROM ordering.sweep_gaps()
          WHERE consumer = 'steps' AND resource_id = 'res-1'), 1::bigint);
+
+-- Roles that had a set in 1.0 work with the set of this version, and keep
+-- no privilege it dropped: producers write the registry of attached tables
+-- only through attach(), consumers write no table with SQL, operators
+-- check ordering.outbox, monitors read the metrics.
+GRANT USAGE ON SCHEMA upgrade_check TO PUBLIC;
+SELECT upgrade_check.expect('producer: no INSERT or UPDATE on ordering.attachments',
+       has_table_privilege('upgrade_producer', 'ordering.attachments', 'INSERT')
+       OR has_table_privilege('upgrade_producer', 'ordering.attachments', 'UPDATE'), false);
+SET ROLE upgrade_producer;
+CREATE TABLE upgrade_role_outbox (r text, s bigint);
+SELECT ordering.attach('upgrade_role_outbox', 'r', 's');
+INSERT INTO upgrade_role_outbox (r) VALUES ('x'), ('x');
+SELECT upgrade_check.expect('producer: attach() and inserts number',
+       (SELECT max(s) FROM upgrade_role_outbox), 2::bigint);
+RESET ROLE;
+SELECT upgrade_check.expect('consumer: no INSERT or DELETE on ordering.parked, no DELETE on ordering.gap_requests',
+       has_table_privilege('upgrade_consumer', 'ordering.parked', 'INSERT')
+       OR has_table_privilege('upgrade_consumer', 'ordering.parked', 'DELETE')
+       OR has_table_privilege('upgrade_consumer', 'ordering.gap_requests', 'DELETE'), false);
+SET ROLE upgrade_consumer;
+SELECT upgrade_check.expect('consumer: deliver() works',
+       (SELECT count(*) FROM ordering.deliver('upgrade-roles', 'r', 1, '{}')), 1::bigint);
+RESET ROLE;
+SELECT upgrade_check.expect('operator: keeps the writes of ordering.gap_requests, not of ordering.parked',
+       has_table_privilege('upgrade_operator', 'ordering.gap_requests', 'DELETE')
+       AND NOT has_table_privilege('upgrade_operator', 'ordering.parked', 'INSERT'), true);
+SELECT upgrade_check.expect('operator: may read ordering.outbox, which check() checks',
+       has_table_privilege('upgrade_operator', 'ordering.outbox', 'SELECT'), true);
+SET ROLE upgrade_operator;
+SELECT upgrade_check.expect('operator: check() reads ordering.outbox',
+       (SELECT count(*) FROM ordering.check() WHERE kind LIKE 'counter%'), 0::bigint);
+RESET ROLE;
+SET ROLE upgrade_monitor;
+SELECT upgrade_check.expect('monitor: metrics() works',
+       ordering.metrics() LIKE '%ordering_events_consumed_total{consumer="upgrade-roles"} 1%', true);
+RESET ROLE;
