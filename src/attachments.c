@@ -71,10 +71,11 @@ PG_FUNCTION_INFO_V1(ordering_attachment_unregister);
 static Trigger *
 sequencing_trigger(Relation rel)
 {
-	List	   *names = list_make2(makeString("ordering"),
-								   makeString("sequence_trigger"));
-	Oid			fn = LookupFuncName(names, 0, NULL, true);
+	List	   *names = list_make1(makeString("ordering"));
+	Oid			fn;
 
+	names = lappend(names, makeString("sequence_trigger"));
+	fn = LookupFuncName(names, 0, NULL, true);
 	if (rel->trigdesc == NULL || !OidIsValid(fn))
 		return NULL;
 	for (int i = 0; i < rel->trigdesc->numtriggers; i++)
