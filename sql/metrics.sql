@@ -27,6 +27,16 @@ SELECT f.ord, f.name, f.type, t.line IS NOT NULL AS typed, h.line IS NOT NULL AS
  ORDER BY f.ord;
 SELECT count(*) AS families_served
   FROM regexp_split_to_table(ordering.metrics(), E'\n') AS t(line) WHERE t.line LIKE '# TYPE %';
+-- the function metrics() reads the samples from is what the definitions
+-- generate now (whoever changes them calls define_metric_samples())
+BEGIN;
+CREATE TEMP TABLE samples_src AS
+SELECT prosrc FROM pg_proc WHERE oid = 'ordering_internal.metric_samples(text)'::regprocedure;
+SELECT ordering_internal.define_metric_samples();
+SELECT p.prosrc = s.prosrc AS samples_function_is_current
+  FROM pg_proc p, samples_src s
+ WHERE p.oid = 'ordering_internal.metric_samples(text)'::regprocedure;
+ROLLBACK;
 
 -- monitoring/queries.yaml is what the definitions generate: the lines that
 -- differ (none).  To regenerate it, in a database with this version:

@@ -920,26 +920,44 @@ COMMENT ON FUNCTION ordering_internal.metric_source_query(text) IS
     'Internal to the metrics: the query that reads the samples of every metric family of a source';
 
 -- The samples of every family (or of one source's): what ordering.metrics()
--- prints.  With jit = off: a scrape must not compile what runs in
+-- prints.  ordering_internal.metric_samples() is generated from the
+-- definitions by ordering_internal.define_metric_samples() below, as a
+-- PL/pgSQL function whose one query is static: planned once per session
+-- and cached, where a query built at each call would be parsed and planned
+-- at every scrape.  Whoever changes the definitions calls
+-- define_metric_samples() again (sql/metrics.sql fails on a family without
+-- series).  With jit = off: a scrape must not compile what runs in
 -- milliseconds.
-CREATE FUNCTION ordering_internal.metric_samples(source text DEFAULT NULL)
+CREATE FUNCTION ordering_internal.define_metric_samples()
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $define$
+BEGIN
+    EXECUTE pg_catalog.format($f$
+CREATE OR REPLACE FUNCTION ordering_internal.metric_samples(source text DEFAULT NULL)
     RETURNS TABLE (family integer, labels text[], value numeric, bounds double precision[],
                    buckets bigint[], hist_sum numeric, hist_count numeric)
     LANGUAGE plpgsql VOLATILE ROWS 100
     SET search_path = pg_catalog, pg_temp
     SET jit = off
-    AS $$
-DECLARE
-    src text;
+    AS $body$
 BEGIN
-    FOR src IN SELECT x.source FROM ordering_internal.metric_sources() x
-                WHERE metric_samples.source IS NULL
-                   OR x.source OPERATOR(pg_catalog.=) metric_samples.source
-                ORDER BY x.ord LOOP
-        RETURN QUERY EXECUTE ordering_internal.metric_source_query(src);
-    END LOOP;
+    RETURN QUERY
+%s;
 END
-$$;
+$body$$f$,
+        (SELECT pg_catalog.string_agg(
+                    pg_catalog.format(E'    SELECT q.* FROM (%s) q\n     WHERE metric_samples.source IS NULL OR metric_samples.source OPERATOR(pg_catalog.=) %L',
+                                      ordering_internal.metric_source_query(x.source), x.source),
+                    E'\n    UNION ALL\n' ORDER BY x.ord)
+           FROM ordering_internal.metric_sources() x));
+END
+$define$;
+COMMENT ON FUNCTION ordering_internal.define_metric_samples() IS
+    'Internal to the metrics: (re)creates ordering_internal.metric_samples() from the metric families; call it after changing them';
+REVOKE EXECUTE ON FUNCTION ordering_internal.define_metric_samples() FROM PUBLIC;
+SELECT ordering_internal.define_metric_samples();
 COMMENT ON FUNCTION ordering_internal.metric_samples(text) IS
     'Internal to the metrics: one row per metric family and label set (of one source, or of all), with its value, or its histogram';
 
@@ -1130,7 +1148,7 @@ BEGIN
         'ordering.gap_requests, ordering.outbox_lag',
         -- what ordering.metrics() runs
         'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
-        'ordering_internal.metric_source_query(text), ordering_internal.metric_samples(text), '
+        'ordering_internal.metric_samples(text), '
         'ordering_internal.metric_label_set(text[], text[])');
 END
 $$;
@@ -1152,7 +1170,7 @@ BEGIN
     LOOP
         PERFORM ordering.grant_privileges(grantee,
             'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
-            'ordering_internal.metric_source_query(text), ordering_internal.metric_samples(text), '
+            'ordering_internal.metric_samples(text), '
             'ordering_internal.metric_label_set(text[], text[])');
     END LOOP;
 END
