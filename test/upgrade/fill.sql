@@ -106,8 +106,15 @@ $f$;
 
 CREATE TABLE upgrade_check.before AS SELECT * FROM upgrade_check.fingerprint();
 
--- Roles given each set by 1.0: the update must leave each holding what
--- the set holds now, and nothing the set no longer holds.
+-- Roles given each set at this version, in a database of their own (the
+-- updated databases are compared with a fresh install, privileges
+-- included): verify.sql updates it and checks that each role holds what
+-- its set holds now, and nothing the set dropped.
+SELECT extversion AS fill_version FROM pg_extension WHERE extname = 'ordering' \gset
+CREATE DATABASE upgrade_roles;
+\c upgrade_roles
+SET client_min_messages = warning;
+CREATE EXTENSION ordering VERSION :'fill_version';
 CREATE ROLE upgrade_producer;
 CREATE ROLE upgrade_consumer;
 CREATE ROLE upgrade_monitor;
