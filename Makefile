@@ -19,6 +19,7 @@ OBJS = \
 	src/resource_key.o \
 	src/provisional.o \
 	src/attached.o \
+	src/attachments.o \
 	src/wakeup.o \
 	src/producer.o \
 	src/restore.o \
@@ -45,7 +46,7 @@ OBJS = \
 DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql sql/ordering--1.1--1.2.sql
 
 REGRESS = producer producer_sql restore_mode restore_sweep consumer dead_letters dead_letters_below \
-	gaps stats observability search_path gaps_search_path privileges hot_paths bad_input reconcile \
+	gaps stats observability metrics search_path gaps_search_path privileges hot_paths bad_input reconcile \
 	check replicated batch batch_equivalence wakeup compat own_tables
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering

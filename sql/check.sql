@@ -36,9 +36,8 @@ SELECT pg_catalog.count(*) FROM ordering.skip_gap('ledger', 'd');
 SELECT ordering.apply_if_newer('state', 'a', 7), ordering.apply_if_newer('state', 'a', 2);
 UPDATE ordering.parked SET parked_at = parked_at - interval '1 hour';
 SELECT consumer, resource_id, missing_from, missing_to FROM ordering.sweep_gaps() ORDER BY 1, 2;
-INSERT INTO ordering.positions (consumer, resource_id, position) VALUES ('ledger', 'e', 3);
-INSERT INTO ordering.dead_letter_events (consumer, resource_id, seq, payload, message)
-VALUES ('ledger', 'e', 4, '{}', 'poison');
+SELECT ordering.apply_if_newer('ledger', 'e', 3);
+SELECT ordering.dead_letter('ledger', 'e', 4, '{}', 'poison');
 SELECT pg_catalog.count(*) FROM ordering.deliver('ledger', 'e', 5, '{}');
 
 SELECT * FROM ordering.check();
@@ -86,6 +85,74 @@ UPDATE ordering.positions SET position = 4 WHERE consumer = 'ledger' AND resourc
 INSERT INTO ordering.dead_letter_events (consumer, resource_id, seq, message)
 VALUES ('ledger', 'a', 5, 'poison');
 SELECT * FROM ordering.check();
+ROLLBACK;
+
+-- the block of a resource against its dead letter ('e' is blocked at 4 by
+-- its dead letter): the dead letter deleted (the resource stalls with
+-- nothing shown), the block cleared while the dead letter stays, another
+-- seq, a block without any dead letter, the blocked resource's position
+-- row deleted
+BEGIN;
+DELETE FROM ordering.dead_letter_events WHERE consumer = 'ledger' AND resource_id = 'e';
+SELECT * FROM ordering.check();
+ROLLBACK;
+BEGIN;
+UPDATE ordering.positions SET blocked_at = NULL WHERE consumer = 'ledger' AND resource_id = 'e';
+UPDATE ordering.positions SET blocked_at = 9 WHERE consumer = 'ledger' AND resource_id = 'a';
+SELECT * FROM ordering.check();
+ROLLBACK;
+BEGIN;
+UPDATE ordering.positions SET blocked_at = 5 WHERE consumer = 'ledger' AND resource_id = 'e';
+SELECT * FROM ordering.check();
+ROLLBACK;
+BEGIN;
+DELETE FROM ordering.positions WHERE consumer = 'ledger' AND resource_id = 'e';
+SELECT * FROM ordering.check();
+ROLLBACK;
+
+-- attached tables whose triggers are not as attach() made them: the
+-- sequencing trigger dropped, a companion disabled, and a sequencing
+-- trigger attach() never registered
+BEGIN;
+DROP TRIGGER ordering_sequence ON accounts_log;
+ALTER TABLE events DISABLE TRIGGER ordering_sequence_guard;
+CREATE TABLE lone (resource_id text, seq bigint);
+CREATE TRIGGER ordering_sequence BEFORE INSERT ON lone FOR EACH ROW
+    EXECUTE FUNCTION ordering.sequence_trigger('resource_id', 'seq');
+SELECT * FROM ordering.check();
+ROLLBACK;
+
+-- a resource that holds a number twice (stored while the triggers were off)
+BEGIN;
+ALTER TABLE accounts_log DISABLE TRIGGER USER;
+INSERT INTO accounts_log (account, version) VALUES (1, 2), (1, 3);
+ALTER TABLE accounts_log ENABLE TRIGGER USER;
+SELECT * FROM ordering.check();
+ROLLBACK;
+
+-- an attached table whose columns changed is reported, and the others are
+-- checked all the same (1.1 failed with 42703): a renamed sequence column
+-- (with a counter behind elsewhere), a dropped resource column, a retyped
+-- sequence column
+BEGIN;
+ALTER TABLE accounts_log RENAME COLUMN version TO v;
+UPDATE ordering.sequences SET last_seq = 1 WHERE stream = 'regional' AND resource_id = 'eu';
+SELECT * FROM ordering.check();
+ROLLBACK;
+BEGIN;
+ALTER TABLE accounts_log DROP COLUMN account;
+SELECT * FROM ordering.check();
+ROLLBACK;
+BEGIN;
+ALTER TABLE accounts_log ALTER COLUMN version TYPE numeric;
+SELECT * FROM ordering.check();
+ROLLBACK;
+-- so does post_restore(): it names the table and raises every other counter
+BEGIN;
+ALTER TABLE accounts_log RENAME COLUMN version TO v;
+DELETE FROM ordering.sequences WHERE stream = 'regional';
+SELECT ordering.post_restore();
+SELECT resource_id, last_seq FROM ordering.sequences WHERE stream = 'regional' ORDER BY 1;
 ROLLBACK;
 
 -- a statistics gauge that does not match its table: ordering.stats is
@@ -143,6 +210,8 @@ GRANT SELECT ON ordering.sequences, ordering.positions, ordering.parked, orderin
 GRANT SELECT ON events TO ordering_check_reader;
 GRANT EXECUTE ON FUNCTION ordering.check(double precision, bigint), ordering.consumer_counters(),
     ordering.consumer_statistics(), ordering.stats_reset_time() TO ordering_check_reader;
+GRANT EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)
+    TO ordering_check_reader;
 BEGIN;
 UPDATE ordering.sequences SET last_seq = 1 WHERE stream = 'public.accounts_log';
 SET ROLE ordering_check_reader;

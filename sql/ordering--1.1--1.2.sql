@@ -107,6 +107,79 @@ COMMENT ON FUNCTION ordering_internal.seed_counters(regclass) IS
 -- table holds, for whoever may attach the table (TRIGGER privilege).
 GRANT EXECUTE ON FUNCTION ordering_internal.seed_counters(regclass) TO PUBLIC;
 
+-- attach(), detach() and post_restore() of 1.2 are defined once, in the
+-- next section, with the changes of both sections: attach() checks the
+-- resource type and seeds the counters from the table's rows; detach()
+-- and attach() name the step for triggers restored without their registry
+-- row; post_restore() makes the triggers and the registry agree before it
+-- raises the counters (pg_restore -j may load the registry after the
+-- tables: the sequencing trigger does not consult it in restore mode).
+
+-- The extension's own tables (src/protect.c): ALTER TABLE commands that
+-- would break a promise are refused before they run.
+CREATE FUNCTION ordering_internal.protect_tables() RETURNS event_trigger
+    LANGUAGE c
+    AS 'MODULE_PATHNAME', 'ordering_protect_tables';
+COMMENT ON FUNCTION ordering_internal.protect_tables() IS
+    'Event trigger: refuses SET UNLOGGED, added, dropped, retyped or renamed columns, NOT NULL changes, another access method, a rename or another schema, inheritance and partitioning of the extension''s own tables (0A000), except in CREATE or ALTER EXTENSION';
+REVOKE EXECUTE ON FUNCTION ordering_internal.protect_tables() FROM PUBLIC;
+CREATE EVENT TRIGGER ordering_protect_tables ON ddl_command_start
+    WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION ordering_internal.protect_tables();
+
+-- A table of the extension made unlogged under 1.1 is logged again: the
+-- storage layer would refuse it (a crash empties it).
+DO $$
+DECLARE
+    t record;
+BEGIN
+    FOR t IN
+        SELECT c.oid::pg_catalog.regclass AS tbl
+          FROM pg_catalog.pg_depend d
+          JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+           AND d.deptype OPERATOR(pg_catalog.=) 'e'
+           AND e.extname OPERATOR(pg_catalog.=) 'ordering'
+           AND c.relkind IN ('r', 'p')
+           AND c.relpersistence OPERATOR(pg_catalog.=) 'u'
+    LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE %s SET LOGGED', t.tbl);
+        RAISE NOTICE 'table % of the extension ordering was unlogged: it is logged again', t.tbl;
+    END LOOP;
+END
+$$;
+
+-- (end of section)
+
+-- ------------------------------------------------------------------------
+-- Hardening: privileges, self-checks, operations
+-- ------------------------------------------------------------------------
+
+-- Producers: the registry of attached tables (issue 27, item 8).  It says
+-- which tables are sequenced and in which stream, so a role that writes it
+-- can switch off every stream or move its table into another's.  No set
+-- writes it with SQL any more: attach() and detach() write it through two
+-- C functions (src/attachments.c) that record only what the catalog says
+-- (the sequencing trigger with its arguments, or its absence), and refuse
+-- with 42501 to attach a table to a stream whose other tables the caller
+-- does not own.
+CREATE FUNCTION ordering_internal.attachment_register(tbl regclass, stream text,
+                                                      resource_column name,
+                                                      sequence_column name)
+    RETURNS void
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_attachment_register';
+COMMENT ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name) IS
+    'Internal to ordering.attach(): records the table, which has the sequencing trigger with these arguments, as attached to the stream; refuses (42501) a caller who does not own the other tables of that stream';
+CREATE FUNCTION ordering_internal.attachment_unregister(tbl regclass)
+    RETURNS text
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_attachment_unregister';
+COMMENT ON FUNCTION ordering_internal.attachment_unregister(regclass) IS
+    'Internal to ordering.detach(): records the table, whose sequencing trigger is gone, as detached; returns the stream it had';
+REVOKE EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name),
+    ordering_internal.attachment_unregister(regclass) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION ordering.attach(tbl regclass,
                                            resource_column name DEFAULT 'resource_id',
                                            sequence_column name DEFAULT 'seq',
@@ -221,12 +294,9 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM ordering.create_sequencing_triggers(tbl, resource_column, sequence_column, stream);
-    INSERT INTO ordering.attachments AS a (tbl, stream, resource_column, sequence_column)
-    VALUES (attach.tbl, attach.stream, attach.resource_column, attach.sequence_column)
-    ON CONFLICT ON CONSTRAINT attachments_pkey DO UPDATE
-       SET stream = EXCLUDED.stream, resource_column = EXCLUDED.resource_column,
-           sequence_column = EXCLUDED.sequence_column, attached = true,
-           attached_at = pg_catalog.now();
+    -- the registry row: only for a caller who may use the stream (42501)
+    PERFORM ordering_internal.attachment_register(tbl, stream, resource_column,
+                                                  sequence_column);
     -- 1.2: rows the table holds already (attached before, its counters
     -- dropped with the extension or never restored) keep their numbers:
     -- each resource continues after its highest.  The new triggers lock out
@@ -257,9 +327,7 @@ BEGIN
     EXECUTE pg_catalog.format('DROP TRIGGER ordering_sequence ON %s', tbl);
     EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_stored ON %s', tbl);
     EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_guard ON %s', tbl);
-    UPDATE ordering.attachments a SET attached = false
-     WHERE a.tbl OPERATOR(pg_catalog.=) detach.tbl
-    RETURNING a.stream INTO was;
+    was := ordering_internal.attachment_unregister(tbl);
     IF was IS NULL THEN
         -- 1.2: triggers without a registry row (a schema-only restore)
         RAISE NOTICE 'relation "%" had the sequencing triggers of stream "%", but was not registered in ordering.attachments', tbl, trigger_stream
@@ -270,11 +338,463 @@ BEGIN
         USING DETAIL = 'Its counters are kept: ordering.attach() on this table continues the stream.';
 END
 $$;
+COMMENT ON FUNCTION ordering.detach(regclass) IS
+    'Removes the sequencing triggers from a table and says which stream it had; its counters are kept, and attaching it again continues the stream';
 
--- Restores: the sequencing trigger loads rows without consulting the
--- registry (pg_restore -j may load it after the tables: src/producer.c), so
--- post_restore() makes the triggers and the registry agree before it
--- raises the counters and ends restore mode.
+-- Privileges of the producer set (issue 27, item 8): it reads the
+-- registry of attached tables and writes it only through attach() and
+-- detach().
+CREATE OR REPLACE FUNCTION ordering.grant_producer(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
+        'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
+        'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
+        'ordering.wake_relays(regclass, boolean), '
+        'ordering.create_sequencing_triggers(regclass, name, name, text), '
+        'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
+        'ordering.sequence_guard(), ordering.resource_key(anyelement), '
+        'ordering.claim_unpublished(integer, boolean, interval), '
+        'ordering.wait_for_standbys(interval), '
+        'ordering.mark_published(bigint[]), ordering.republish(text, bigint, bigint), '
+        'ordering.purge_published(interval), '
+        -- reconciliation, producer side
+        'ordering.stream_summary(text, integer, text, text[]), '
+        'ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean), '
+        'ordering.count_reconciled(text, bigint, bigint, bigint), '
+        'ordering.reconcile_check_arguments(integer, text), '
+        'ordering.reconcile_check_stream(text, text[]), '
+        'ordering.reconcile_producer_resources(text, text, text[]), '
+        'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint)',
+        -- the outbox is written by plain SQL (emit, relays, retention)
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.outbox',
+        'SELECT ON ordering.sequences',
+        -- attach() reads the registry; it and detach() write it through
+        -- two functions of ordering_internal, never with SQL
+        'SELECT ON ordering.attachments',
+        'EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name), '
+        'ordering_internal.attachment_unregister(regclass)');
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_producer(regrole) IS
+    'Grants what a producer and its relays need: emit, next/last_sequence, attach/detach, wake_relays, the relay functions (claim_unpublished, wait_for_standbys, mark_published, republish, purge_published), the producer side of reconciliation, and the outbox; read access to the counters and to the registry of attached tables, which only attach() and detach() write';
+
+-- Roles that have the producer set (recognized, as 1.1 did, by EXECUTE on
+-- attach()) lose the writes of the registry, and get what attach() and
+-- detach() now call.
+DO $$
+DECLARE
+    grantee regrole;
+BEGIN
+    FOR grantee IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.attach(regclass, name, name, text)'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE INSERT, UPDATE ON ordering.attachments FROM %s', grantee);
+        PERFORM ordering.grant_privileges(grantee,
+            'EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name), '
+            'ordering_internal.attachment_unregister(regclass)');
+    END LOOP;
+END
+$$;
+
+-- Self-checks (issue 27, item 11): ordering.check() covers every invariant
+-- between the extension's tables, and post_restore() and check() report an
+-- attached table whose columns changed instead of failing on it.
+
+-- What is wrong with an attached table's columns, or NULL: the columns
+-- attach() was given must still exist, the sequence column as a bigint.
+-- (A renamed or dropped column fails every insert, 42703, and every query
+-- that names it.)
+CREATE FUNCTION ordering_internal.attachment_problem(tbl regclass, resource_column name,
+                                                     sequence_column name)
+    RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT CASE
+           WHEN r.attnum IS NULL THEN
+               pg_catalog.format('resource column %I does not exist', $2)
+           WHEN s.attnum IS NULL THEN
+               pg_catalog.format('sequence column %I does not exist', $3)
+           WHEN s.atttypid OPERATOR(pg_catalog.<>) 'pg_catalog.int8'::pg_catalog.regtype THEN
+               pg_catalog.format('sequence column %I is of type %s, not bigint', $3,
+                                 s.atttypid::pg_catalog.regtype)
+       END
+  FROM (SELECT) AS one
+  LEFT JOIN pg_catalog.pg_attribute r
+    ON r.attrelid OPERATOR(pg_catalog.=) $1 AND r.attname OPERATOR(pg_catalog.=) $2
+   AND r.attnum OPERATOR(pg_catalog.>) 0 AND NOT r.attisdropped
+  LEFT JOIN pg_catalog.pg_attribute s
+    ON s.attrelid OPERATOR(pg_catalog.=) $1 AND s.attname OPERATOR(pg_catalog.=) $3
+   AND s.attnum OPERATOR(pg_catalog.>) 0 AND NOT s.attisdropped
+$$;
+COMMENT ON FUNCTION ordering_internal.attachment_problem(regclass, name, name) IS
+    'Internal to ordering.check() and ordering.post_restore(): why the resource and sequence columns an attached table was attached with cannot be used any more (renamed, dropped, retyped), or NULL';
+REVOKE EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name) FROM PUBLIC;
+
+-- ordering.check() of 1.2: the checks of 1.1, and
+--   - of each attached table, whether its triggers are as attach() made
+--     them (missing, disabled, incomplete), and whether its columns still
+--     are (a changed table is reported and skipped, where 1.1 failed with
+--     42703 for the whole database); a resource holding one number twice;
+--   - a sequencing trigger that attach() did not register (inserts fail);
+--   - the block of a resource by its dead letter against the dead letter:
+--     a dead letter whose resource is not blocked at it (the block cleared,
+--     the position row deleted, another seq), and a block without a dead
+--     letter (it was deleted: the resource stalls with nothing shown).
+-- As in 1.1, each check is one statement, judging one snapshot, and reads
+-- one table and looks each row up in another by primary key.  One check
+-- reads a table the others never start from: blocks without a dead letter
+-- are found only by reading ordering.positions (sample_percent samples it).
+CREATE OR REPLACE FUNCTION ordering.check(sample_percent double precision DEFAULT 100,
+                                          max_per_kind bigint DEFAULT NULL)
+    RETURNS TABLE (kind text, detail text)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    sample text := '';
+    att record;
+    gauge record;
+    problem text;
+    seq_fn pg_catalog.regprocedure := 'ordering.sequence_trigger()';
+BEGIN
+    IF sample_percent IS NULL THEN
+        RAISE EXCEPTION 'sample_percent must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF sample_percent OPERATOR(pg_catalog.<) 0 OR sample_percent OPERATOR(pg_catalog.>) 100
+       OR sample_percent OPERATOR(pg_catalog.<>) sample_percent THEN
+        RAISE EXCEPTION 'sample_percent must be between 0 and 100, got %', sample_percent
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_per_kind OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'max_per_kind must not be negative, got %', max_per_kind
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF sample_percent OPERATOR(pg_catalog.<) 100 THEN
+        sample := pg_catalog.format(' TABLESAMPLE SYSTEM (%s)', sample_percent);
+    END IF;
+
+    -- Producer, per attached table: its triggers as attach() made them,
+    -- its columns as attach() was given them, and every counter at or
+    -- above the highest seq of the table (a row numbered past its counter
+    -- would get its number again), no resource holding a number twice.
+    FOR att IN
+        SELECT a.tbl AS table_name, a.stream, a.resource_column, a.sequence_column,
+               t.tgenabled,
+               (SELECT pg_catalog.count(*) FROM pg_catalog.pg_trigger c
+                 WHERE c.tgrelid OPERATOR(pg_catalog.=) a.tbl
+                   AND c.tgname OPERATOR(pg_catalog.=) ANY ('{ordering_sequence_stored,ordering_sequence_guard}')
+                   AND c.tgenabled OPERATOR(pg_catalog.=) t.tgenabled) AS companions
+          FROM ordering.attachments a
+          LEFT JOIN pg_catalog.pg_trigger t
+            ON t.tgrelid OPERATOR(pg_catalog.=) a.tbl
+           AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence'
+           AND t.tgfoid OPERATOR(pg_catalog.=) seq_fn
+         WHERE a.attached
+         ORDER BY a.tbl::pg_catalog.text
+    LOOP
+        IF att.tgenabled IS NULL THEN
+            kind := 'sequence_trigger_missing';
+            detail := pg_catalog.format('table %s (stream %s): its sequencing trigger is missing, rows inserted now get no number',
+                                        att.table_name, pg_catalog.quote_literal(att.stream));
+            RETURN NEXT;
+        ELSIF att.tgenabled OPERATOR(pg_catalog.=) 'D' THEN
+            kind := 'sequence_trigger_disabled';
+            detail := pg_catalog.format('table %s (stream %s): its sequencing trigger is disabled, rows inserted now get no number',
+                                        att.table_name, pg_catalog.quote_literal(att.stream));
+            RETURN NEXT;
+        ELSIF att.companions OPERATOR(pg_catalog.<) 2 THEN
+            kind := 'sequence_trigger_incomplete';
+            detail := pg_catalog.format('table %s (stream %s): a companion of its sequencing trigger is missing or not enabled like it, inserts fail',
+                                        att.table_name, pg_catalog.quote_literal(att.stream));
+            RETURN NEXT;
+        END IF;
+        problem := ordering_internal.attachment_problem(att.table_name, att.resource_column,
+                                                        att.sequence_column);
+        IF problem IS NOT NULL THEN
+            kind := 'attached_table_changed';
+            detail := pg_catalog.format('table %s (stream %s): %s, inserts fail and its rows were not checked',
+                                        att.table_name, pg_catalog.quote_literal(att.stream), problem);
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        IF NOT pg_catalog.has_table_privilege(att.table_name, 'SELECT') THEN
+            RAISE WARNING 'table % was not checked: permission denied', att.table_name;
+            CONTINUE;
+        END IF;
+        -- the resource as the trigger keys it (ordering.resource_key)
+        RETURN QUERY EXECUTE pg_catalog.format($q$
+            SELECT v.kind, v.detail FROM (
+            SELECT k.ord, x.res, k.kind,
+                   pg_catalog.row_number() OVER (PARTITION BY k.ord ORDER BY x.res) AS n,
+                   CASE k.kind
+                   WHEN 'counter_behind_table' THEN
+                       pg_catalog.format('table %%s (stream %%s), resource %%s: highest seq %%s, counter %%s',
+                                         $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                         x.hi, COALESCE(s.last_seq::pg_catalog.text, 'missing'))
+                   ELSE
+                       pg_catalog.format('table %%s (stream %%s), resource %%s: %%s rows hold %%s numbers',
+                                         $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                         x.n, x.distinct_seqs)
+                   END AS detail
+              FROM (SELECT ordering.resource_key(t.%1$I) AS res, pg_catalog.max(t.%2$I) AS hi,
+                           pg_catalog.count(t.%2$I) AS n,
+                           pg_catalog.count(DISTINCT t.%2$I) AS distinct_seqs
+                      FROM %3$s t%4$s
+                     WHERE t.%1$I IS NOT NULL
+                     GROUP BY 1) x
+              LEFT JOIN LATERAL (SELECT q.last_seq FROM ordering.sequences q
+                                  WHERE q.stream OPERATOR(pg_catalog.=) $2
+                                    AND q.resource_id OPERATOR(pg_catalog.=) x.res
+                                  LIMIT 1) s ON true
+             CROSS JOIN LATERAL (VALUES
+                   (1, 'counter_behind_table'::pg_catalog.text,
+                    s.last_seq IS NULL OR s.last_seq OPERATOR(pg_catalog.<) x.hi),
+                   (2, 'seq_repeated_in_table',
+                    x.n OPERATOR(pg_catalog.<>) x.distinct_seqs)) k(ord, kind, violated)
+             WHERE k.violated) v
+             WHERE $3 IS NULL OR v.n OPERATOR(pg_catalog.<=) $3
+             ORDER BY v.ord, v.res$q$,
+            att.resource_column, att.sequence_column, att.table_name, sample)
+            USING att.table_name::pg_catalog.text, att.stream, max_per_kind;
+    END LOOP;
+
+    -- Producer: a sequencing trigger that attach() did not register (made
+    -- by hand, or left on a partition detached from its table) refuses
+    -- every insert (0A000).  Clones on partitions follow their table's.
+    RETURN QUERY
+    SELECT 'sequence_trigger_not_attached'::pg_catalog.text,
+           pg_catalog.format('table %s: a sequencing trigger for stream %s that ordering.attach() did not register, inserts fail',
+                             t.tgrelid::pg_catalog.regclass, pg_catalog.quote_literal(t.stream))
+      FROM (SELECT tg.tgrelid,
+                   COALESCE(args[3], n.nspname OPERATOR(pg_catalog.||) '.'
+                                     OPERATOR(pg_catalog.||) c.relname) AS stream
+              FROM pg_catalog.pg_trigger tg
+              JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) tg.tgrelid
+              JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+             CROSS JOIN LATERAL pg_catalog.string_to_array(
+                   pg_catalog.rtrim(pg_catalog.encode(tg.tgargs, 'escape'), '\000'), '\000') args
+             WHERE tg.tgfoid OPERATOR(pg_catalog.=) seq_fn
+               AND tg.tgparentid OPERATOR(pg_catalog.=) 0) t
+     WHERE NOT EXISTS (SELECT FROM ordering.attachments a
+                        WHERE a.tbl OPERATOR(pg_catalog.=) t.tgrelid
+                          AND a.attached
+                          AND a.stream OPERATOR(pg_catalog.=) t.stream)
+     ORDER BY t.tgrelid::pg_catalog.regclass::pg_catalog.text
+     LIMIT max_per_kind;
+
+    -- Consumer: a parked event waits for a predecessor, so it lies beyond
+    -- position + 1 (at position + 1 it would have been drained).
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'parked_not_ahead'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: parked seq %%s, position %%s',
+                                 pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
+                                 p.seq, COALESCE(pos.position, 0))
+          FROM ordering.parked p%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                              LIMIT 1) pos ON true
+         WHERE p.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+         ORDER BY p.consumer, p.resource_id, p.seq
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'parked_not_drained'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: parked seq %%s is next after position %%s',
+                                 pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
+                                 p.seq, COALESCE(pos.position, 0))
+          FROM ordering.parked p%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                              LIMIT 1) pos ON true
+         WHERE p.seq OPERATOR(pg_catalog.=) (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
+         ORDER BY p.consumer, p.resource_id, p.seq
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+
+    -- Gaps: a request names a non-empty range not yet applied, in front of
+    -- events that are parked (the consumer functions delete it as soon as
+    -- the position reaches missing_to or nothing is parked any more).
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'gap_request_without_parked'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s, nothing parked',
+                                 pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                 g.missing_from, g.missing_to)
+          FROM ordering.gap_requests g%s
+          LEFT JOIN LATERAL (SELECT true AS found FROM ordering.parked p
+                              WHERE p.consumer OPERATOR(pg_catalog.=) g.consumer
+                                AND p.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                              LIMIT 1) k ON true
+         WHERE k.found IS NULL
+         ORDER BY g.consumer, g.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'gap_request_filled'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s, position %%s',
+                                 pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                 g.missing_from, g.missing_to, COALESCE(pos.position, 0))
+          FROM ordering.gap_requests g%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) g.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                              LIMIT 1) pos ON true
+         WHERE g.missing_to OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+         ORDER BY g.consumer, g.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'gap_request_empty'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s',
+                                 pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                 g.missing_from, g.missing_to)
+          FROM ordering.gap_requests g%s
+         WHERE g.missing_from OPERATOR(pg_catalog.>) g.missing_to
+         ORDER BY g.consumer, g.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+
+    -- Dead letters: the event a resource is blocked at was never applied,
+    -- it is held as the dead letter, not parked, and the resource's
+    -- position row is blocked at exactly its seq (blocked_at), which is
+    -- what makes later events wait behind it.
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'dead_letter_not_ahead'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, position %%s',
+                                 pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                 d.seq, COALESCE(pos.position, 0))
+          FROM ordering.dead_letter_events d%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                              LIMIT 1) pos ON true
+         WHERE d.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+         ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'dead_letter_parked'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s is also parked',
+                                 pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                 d.seq)
+          FROM ordering.dead_letter_events d%s
+          JOIN LATERAL (SELECT true AS found FROM ordering.parked p
+                         WHERE p.consumer OPERATOR(pg_catalog.=) d.consumer
+                           AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                           AND p.seq OPERATOR(pg_catalog.=) d.seq
+                         LIMIT 1) k ON true
+         ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'dead_letter_not_blocking'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, but %%s',
+                                 pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                 d.seq,
+                                 CASE WHEN NOT pos.found THEN 'the resource has no position row'
+                                      WHEN pos.blocked_at IS NULL THEN 'the resource is not blocked'
+                                      ELSE pg_catalog.format('the resource is blocked at seq %%s', pos.blocked_at)
+                                 END)
+          FROM ordering.dead_letter_events d%s
+          LEFT JOIN LATERAL (SELECT true AS found, o.blocked_at FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                              LIMIT 1) pos ON true
+         WHERE pos.found IS NULL
+            OR pos.blocked_at IS DISTINCT FROM d.seq
+         ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'block_without_dead_letter'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: blocked at seq %%s, but there is no dead letter',
+                                 pg_catalog.quote_literal(o.consumer), pg_catalog.quote_literal(o.resource_id),
+                                 o.blocked_at)
+          FROM ordering.positions o%s
+          LEFT JOIN LATERAL (SELECT true AS found FROM ordering.dead_letter_events d
+                              WHERE d.consumer OPERATOR(pg_catalog.=) o.consumer
+                                AND d.resource_id OPERATOR(pg_catalog.=) o.resource_id
+                              LIMIT 1) k ON true
+         WHERE o.blocked_at IS NOT NULL
+           AND k.found IS NULL
+         ORDER BY o.consumer, o.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+
+    -- Statistics: each gauge of ordering.stats that counts rows of a table
+    -- equals that count, per consumer.  Without the library preloaded there
+    -- are no statistics to compare.
+    FOR gauge IN
+        SELECT v.col, v.tbl
+          FROM (VALUES ('parked_current', 'ordering.parked'),
+                       ('dead_letters_current', 'ordering.dead_letter_events')) AS v(col, tbl)
+         WHERE EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                        WHERE a.attrelid OPERATOR(pg_catalog.=) 'ordering.stats'::pg_catalog.regclass
+                          AND a.attname OPERATOR(pg_catalog.=) v.col
+                          AND NOT a.attisdropped)
+           AND pg_catalog.to_regclass(v.tbl) IS NOT NULL
+    LOOP
+        BEGIN
+            RETURN QUERY EXECUTE pg_catalog.format($q$
+                SELECT 'stats_gauge_mismatch'::pg_catalog.text,
+                       pg_catalog.format('consumer %%s: ordering.stats.%1$s is %%s, %2$s holds %%s rows',
+                                         pg_catalog.quote_literal(COALESCE(st.consumer, t.consumer)),
+                                         COALESCE(st.gauge, 0), COALESCE(t.n, 0))
+                  FROM (SELECT s.consumer, s.%1$I AS gauge FROM ordering.stats s) st
+                  FULL JOIN (SELECT r.consumer, pg_catalog.count(*) AS n
+                               FROM %2$s r GROUP BY r.consumer) t
+                    ON t.consumer OPERATOR(pg_catalog.=) st.consumer
+                 WHERE COALESCE(st.gauge, 0) OPERATOR(pg_catalog.<>) COALESCE(t.n, 0)
+                 ORDER BY 2
+                 LIMIT $1$q$, gauge.col, gauge.tbl)
+                USING max_per_kind;
+        EXCEPTION WHEN object_not_in_prerequisite_state THEN
+            EXIT;
+        END;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ordering.check(double precision, bigint) IS
+    'Verifies every invariant between the extension''s tables and of the attached tables (docs/anti-entropy.md lists them: triggers and columns of attached tables, counters against their rows, parked events, gap requests and dead letters against positions and blocks, statistics gauges against their tables); one row per violation, none when consistent';
+
+-- post_restore() of 1.2 (with the previous section's changes): an attached
+-- table whose columns were renamed, dropped or retyped no longer fails the
+-- whole call (42703): it is named in a WARNING and left, and every other
+-- counter is raised (the CONTINUE line in the last loop).
+CREATE FUNCTION ordering_internal.attachment_restorable(tbl regclass, stream text,
+                                                        resource_column name,
+                                                        sequence_column name)
+    RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    problem text := ordering_internal.attachment_problem(tbl, resource_column, sequence_column);
+BEGIN
+    IF problem IS NOT NULL THEN
+        RAISE WARNING 'the counters of table % (stream %) were not raised: %', tbl,
+            pg_catalog.quote_literal(stream), problem
+            USING HINT = 'Give the table back the columns it was attached with and call ordering.post_restore() again, or detach it.';
+    END IF;
+    RETURN problem IS NULL;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.attachment_restorable(regclass, text, name, name) IS
+    'Internal to ordering.post_restore(): whether the counters of an attached table can be raised from its rows; a WARNING names the table when its columns changed';
+REVOKE EXECUTE ON FUNCTION ordering_internal.attachment_restorable(regclass, text, name, name) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION ordering.post_restore() RETURNS boolean
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -340,7 +860,11 @@ BEGIN
                   HINT = 'Make them agree, then call ordering.post_restore() again (restore mode stays on until then): ordering.detach() drops a trigger, ordering.attach() creates the triggers of a table and continues its stream.';
     END IF;
     -- every counter at least the highest number restored in its table
-    FOR att IN SELECT x.tbl FROM ordering.attachments x WHERE x.attached LOOP
+    FOR att IN SELECT * FROM ordering.attachments x WHERE x.attached LOOP
+        -- a table whose columns changed is named and left
+        CONTINUE WHEN NOT ordering_internal.attachment_restorable(att.tbl, att.stream,
+                                                                  att.resource_column,
+                                                                  att.sequence_column);
         PERFORM ordering_internal.seed_counters(att.tbl);
     END LOOP;
     EXECUTE pg_catalog.format('ALTER DATABASE %I RESET ordering.restoring',
@@ -352,47 +876,512 @@ $$;
 COMMENT ON FUNCTION ordering.post_restore() IS
     'Call after pg_restore: checks that the tables with sequencing triggers and ordering.attachments agree (registering a table whose row was not restored), raises every counter to the highest number restored in its attached table and ends restore mode; safe to call again';
 
--- The extension's own tables (src/protect.c): ALTER TABLE commands that
--- would break a promise are refused before they run.
-CREATE FUNCTION ordering_internal.protect_tables() RETURNS event_trigger
-    LANGUAGE c
-    AS 'MODULE_PATHNAME', 'ordering_protect_tables';
-COMMENT ON FUNCTION ordering_internal.protect_tables() IS
-    'Event trigger: refuses SET UNLOGGED, added, dropped, retyped or renamed columns, NOT NULL changes, another access method, a rename or another schema, inheritance and partitioning of the extension''s own tables (0A000), except in CREATE or ALTER EXTENSION';
-REVOKE EXECUTE ON FUNCTION ordering_internal.protect_tables() FROM PUBLIC;
-CREATE EVENT TRIGGER ordering_protect_tables ON ddl_command_start
-    WHEN TAG IN ('ALTER TABLE')
-    EXECUTE FUNCTION ordering_internal.protect_tables();
+-- The operator set may read ordering.outbox, which ordering.check()
+-- checks like every attached table (1.1 warned "table ordering.outbox was
+-- not checked" to every operator), and runs check()'s helper (issue 27,
+-- item 10).
+CREATE OR REPLACE FUNCTION ordering.grant_operator(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_consumer(role);
+    PERFORM ordering.grant_monitor(role);
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.skip_gap(text, text), '
+        'ordering.retry_dead_letter(text, text), '
+        'ordering.retry_dead_letter(text, text, regprocedure), '
+        'ordering.discard_dead_letter(text, text), '
+        'ordering.sweep_gaps(), ordering.stats_reset(), '
+        'ordering.check(double precision, bigint), ordering.resource_key(anyelement)',
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.gap_requests',
+        -- what ordering.check() reads: the extension's tables, and its own
+        -- attached table (users' attached tables need SELECT granted by
+        -- their owners, or check() skips them with a WARNING)
+        'SELECT ON ordering.sequences, ordering.attachments, ordering.attached_tables, '
+        'ordering.outbox',
+        'EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)');
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_operator(regrole) IS
+    'Grants what an operator (and the gap-sweeper role) needs: the consumer and monitoring sets plus skip_gap, retry_dead_letter, discard_dead_letter, sweep_gaps, stats_reset and check (with read access to ordering.outbox, which it checks)';
 
--- A table of the extension made unlogged under 1.1 is logged again: the
--- storage layer would refuse it (a crash empties it).
+-- Roles that have the operator set (EXECUTE on check()) get the same.
 DO $$
 DECLARE
-    t record;
+    grantee regrole;
 BEGIN
-    FOR t IN
-        SELECT c.oid::pg_catalog.regclass AS tbl
-          FROM pg_catalog.pg_depend d
-          JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
-          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
-         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
-           AND d.deptype OPERATOR(pg_catalog.=) 'e'
-           AND e.extname OPERATOR(pg_catalog.=) 'ordering'
-           AND c.relkind IN ('r', 'p')
-           AND c.relpersistence OPERATOR(pg_catalog.=) 'u'
+    FOR grantee IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.check(double precision, bigint)'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
     LOOP
-        EXECUTE pg_catalog.format('ALTER TABLE %s SET LOGGED', t.tbl);
-        RAISE NOTICE 'table % of the extension ordering was unlogged: it is logged again', t.tbl;
+        PERFORM ordering.grant_privileges(grantee,
+            'SELECT ON ordering.outbox',
+            'EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)');
     END LOOP;
 END
 $$;
 
--- (end of section)
+-- The consumer set (issue 27, item 9) is one trust domain per database: a
+-- role with it may act as any consumer of the database (consumer names are
+-- labels that keep the positions of different readers apart, not owners),
+-- reads every consumer's positions, parked events and dead letters, and
+-- writes none of the tables with SQL: the functions are its only way to
+-- change them.  Consumers that must not see or move each other's state
+-- belong in separate databases (docs/privileges.md).  1.0 gave the set
+-- INSERT and DELETE on ordering.parked and DELETE on ordering.gap_requests
+-- for functions that no longer write with SQL, and updates kept them:
+-- roles that have the set (EXECUTE on deliver()) lose them, but for the
+-- operators' own rights on ordering.gap_requests (sweep_gaps() writes it
+-- with SQL).
+COMMENT ON FUNCTION ordering.grant_consumer(regrole) IS
+    'Grants what a consumer needs: apply_if_newer, deliver (all forms), deliver_batch, apply_batch, dead_letter, position, the newer_only trigger, and read access to the consumer tables; for every consumer of the database (one trust domain per database: docs/privileges.md)';
 
--- ------------------------------------------------------------------------
--- Hardening: privileges, self-checks, operations
--- ------------------------------------------------------------------------
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole AS grantee,
+               pg_catalog.has_function_privilege(a.grantee, 'ordering.skip_gap(text, text)',
+                                                 'EXECUTE') AS operator
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.deliver(text, text, bigint, jsonb)'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE INSERT, DELETE ON ordering.parked FROM %s', r.grantee);
+        IF NOT r.operator THEN
+            EXECUTE pg_catalog.format('REVOKE DELETE ON ordering.gap_requests FROM %s', r.grantee);
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- Metrics (issue 27, item 12; issue 28, item 1): one source of metric
+-- definitions, and plans that never JIT.
+--
+-- ordering_internal.metric_families() defines every metric family of
+-- ordering.metrics() and of monitoring/queries.yaml once: its name, type,
+-- help text, the rows it is read from (a source of
+-- ordering_internal.metric_sources()), the block of the exporter's
+-- configuration it goes into, and the SQL expression of its value over a
+-- row "s" of its source.  ordering.metrics() reads the samples these give
+-- (ordering_internal.metric_samples()); the exporter's configuration is
+-- generated from the same rows (ordering_internal.exporter_queries()),
+-- and sql/metrics.sql fails when the file in monitoring/ differs from it.
+--
+-- Plans: a set-returning function is estimated at 1,000 rows unless it
+-- says otherwise, so the hot resources of every consumer came to a million
+-- estimated rows, far past jit_above_cost: metrics() spent seconds
+-- compiling what runs in milliseconds.  The functions below the statistics
+-- now state what they return (a few consumers and streams, n hot
+-- resources), and the functions a scraper calls run with jit = off.
+ALTER FUNCTION ordering.consumer_counters() ROWS 10;
+ALTER FUNCTION ordering.stream_counters() ROWS 10;
+ALTER FUNCTION ordering.consumer_statistics() ROWS 10;
+ALTER FUNCTION ordering.stream_statistics() ROWS 10;
+ALTER FUNCTION ordering.hot_resources(text, text, integer) ROWS 10;
+
+-- The rows metrics are read from: a table, view or subquery (its FROM
+-- item), and the columns of its rows that are labels (with descriptions
+-- and a note for the exporter's configuration).
+CREATE FUNCTION ordering_internal.metric_sources()
+    RETURNS TABLE (ord integer, source text, labels text[], label_help text[], noun text,
+                   note text, from_item text)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE ROWS 5
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+VALUES
+    (1, 'consumer', '{consumer}'::text[], '{Consumer name}'::text[], 'consumer', NULL::text,
+     'ordering.stats'),
+    (2, 'stream', '{stream}', '{Stream name}', 'stream', NULL,
+     'ordering.stream_stats'),
+    (3, 'outbox', '{}', '{}', 'outbox', NULL,
+     'ordering.outbox_lag'),
+    (4, 'stream_hot', '{stream,resource}', '{Stream name,Resource id}', 'stream',
+     E'The five busiest resources of each stream: resource ids become label\n'
+     'values, leave this block out if they must not leave the database.',
+     E'(SELECT x.stream, h.resource_id AS resource, h.events\n'
+     '          FROM ordering.stream_stats x\n'
+     '         CROSS JOIN LATERAL ordering.hot_resources(''stream'', x.stream, 5) h)'),
+    (5, 'consumer_hot', '{consumer,resource}', '{Consumer name,Resource id}', 'consumer',
+     E'The five busiest resources of each consumer: resource ids become label\n'
+     'values, leave this block out if they must not leave the database.',
+     E'(SELECT x.consumer, h.resource_id AS resource, h.events\n'
+     '          FROM ordering.stats x\n'
+     '         CROSS JOIN LATERAL ordering.hot_resources(''consumer'', x.consumer, 5) h)')
+$$;
+COMMENT ON FUNCTION ordering_internal.metric_sources() IS
+    'Internal to the metrics: the queries metric families are read from, with their label columns';
+
+-- Every metric family.  value: the expression of a counter or gauge;
+-- a histogram has bounds (float8[], without +Inf), buckets (cumulative
+-- bigint[], one per bound), sum and count instead.  block: the key of the
+-- exporter's block, which prefixes the column name.
+CREATE FUNCTION ordering_internal.metric_families()
+    RETURNS TABLE (ord integer, name text, type text, help text, source text, block text,
+                   value text, bounds text, buckets text, sum text, count text)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE ROWS 25
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT f.ord, f.name, f.type, f.help, f.source, f.block, f.value, h.bounds, h.buckets, h.sum, h.count
+  FROM (VALUES
+    (1, 'ordering_events_consumed_total', 'counter', 'Events handed to a consumer function.',
+     'consumer', 'ordering', 's.events_consumed'),
+    (2, 'ordering_events_applied_total', 'counter', 'Events applied when they arrived.',
+     'consumer', 'ordering', 's.events_applied'),
+    (3, 'ordering_events_stale_total', 'counter', 'Events ignored because a newer one was applied.',
+     'consumer', 'ordering', 's.events_stale'),
+    (4, 'ordering_events_duplicate_total', 'counter', 'Events ignored because they were applied or parked already.',
+     'consumer', 'ordering', 's.events_duplicate'),
+    (5, 'ordering_events_parked_total', 'counter', 'Early events parked to wait for a predecessor.',
+     'consumer', 'ordering', 's.events_parked'),
+    (6, 'ordering_events_drained_total', 'counter', 'Parked events applied once their gap filled.',
+     'consumer', 'ordering', 's.events_drained'),
+    (7, 'ordering_event_gaps_escalated_total', 'counter', 'Gap requests emitted after the deadline, first and repeated.',
+     'consumer', 'ordering', 's.gaps_escalated'),
+    (8, 'ordering_events_parked_current', 'gauge', 'Events parked now.',
+     'consumer', 'ordering', 's.parked_current'),
+    (9, 'ordering_event_reorder_distance', 'histogram', 'How far ahead of the position early events arrived (seq - position).',
+     'consumer', 'ordering', NULL),
+    (10, 'ordering_sequences_assigned_total', 'counter', 'Sequence numbers assigned by committed transactions.',
+     'stream', 'ordering_sequences', 's.sequences_assigned'),
+    (11, 'ordering_events_dead_lettered_total', 'counter', 'Events that became the dead letter of their resource.',
+     'consumer', 'ordering', 's.events_dead_lettered'),
+    (12, 'ordering_dead_letters_current', 'gauge', 'Resources blocked by a dead letter now.',
+     'consumer', 'ordering', 's.dead_letters_current'),
+    (13, 'ordering_events_skipped_total', 'counter', 'Events given up by skip_gap or discard_dead_letter.',
+     'consumer', 'ordering', 's.events_skipped'),
+    (14, 'ordering_oldest_gap_age_seconds', 'gauge', 'Age of the lowest parked event of the oldest open gap; 0 when no gap is open.',
+     'consumer', 'ordering', 'COALESCE(pg_catalog.extract(''epoch'', s.oldest_gap_age), 0)'),
+    (15, 'ordering_sequence_conflicts_total', 'counter', 'Supplied sequence numbers refused with SQLSTATE 40001 (counted although the transaction rolled back).',
+     'stream', 'ordering_sequence', 's.sequence_conflicts'),
+    (16, 'ordering_outbox_oldest_unpublished_age_seconds', 'gauge', 'How long the oldest unpublished row of ordering.outbox has waited; 0 when nothing waits.',
+     'outbox', 'ordering_outbox', 'pg_catalog.extract(''epoch'', s.oldest_unpublished_age)'),
+    (17, 'ordering_stream_hot_resource_events_total', 'counter', 'Sequence numbers assigned to each of the busiest resources of a stream (may overcount, see ordering.hot_resources()).',
+     'stream_hot', 'ordering_stream_hot_resource', 's.events'),
+    (18, 'ordering_consumer_hot_resource_events_total', 'counter', 'Events handed to a consumer for each of its busiest resources (may overcount, see ordering.hot_resources()).',
+     'consumer_hot', 'ordering_consumer_hot_resource', 's.events'),
+    (19, 'ordering_reconcile_resources_behind_total', 'counter', 'Resources ordering.reconcile() found behind, dry runs included (a resource found again is counted again).',
+     'stream', 'ordering_reconcile', 's.reconcile_resources_behind'),
+    (20, 'ordering_reconcile_events_republished_total', 'counter', 'Events ordering.reconcile() made unpublished again for the relays to send (none in dry runs).',
+     'stream', 'ordering_reconcile', 's.reconcile_events_republished'),
+    (21, 'ordering_reconcile_events_purged_total', 'counter', 'Missing events ordering.reconcile() found no longer in the outbox, never republished; dry runs included.',
+     'stream', 'ordering_reconcile', 's.reconcile_events_purged')
+  ) f(ord, name, type, help, source, block, value)
+  LEFT JOIN (VALUES
+    -- buckets 1, 2, 3, 5, 10, 25, 100 of ordering.stats (the 8th is the
+    -- overflow, +Inf, whose cumulative count is the count)
+    (9, 's.reorder_distance_bounds[1:7]',
+     'ARRAY(SELECT pg_catalog.sum(b) OVER (ORDER BY i)'
+     ' FROM pg_catalog.unnest(s.reorder_distance_buckets[1:7]) WITH ORDINALITY AS u(b, i)'
+     ' ORDER BY i)',
+     's.reorder_distance_sum',
+     '(SELECT pg_catalog.sum(b) FROM pg_catalog.unnest(s.reorder_distance_buckets) AS b)')
+  ) h(ord, bounds, buckets, sum, count) ON h.ord OPERATOR(pg_catalog.=) f.ord
+$$;
+COMMENT ON FUNCTION ordering_internal.metric_families() IS
+    'Internal to the metrics: every metric family of ordering.metrics() and monitoring/queries.yaml, with its type, help, source, exporter block and value expression';
+
+-- The query that reads the samples of one source: one row per family and
+-- row of the source.
+CREATE FUNCTION ordering_internal.metric_source_query(source text)
+    RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT 'SELECT v.family, '
+       || CASE WHEN pg_catalog.cardinality(src.labels) OPERATOR(pg_catalog.=) 0
+               THEN '''{}''::pg_catalog.text[]'
+               ELSE 'ARRAY[' || (SELECT pg_catalog.string_agg(pg_catalog.format('s.%I::pg_catalog.text', l), ', ' ORDER BY i)
+                                   FROM pg_catalog.unnest(src.labels) WITH ORDINALITY AS u(l, i)) || ']'
+          END
+       || ', v.value, v.bounds, v.buckets, v.hist_sum, v.hist_count FROM ' || src.from_item || ' s'
+       || ' CROSS JOIN LATERAL (VALUES '
+       || (SELECT pg_catalog.string_agg(pg_catalog.format(
+                      '(%s, (%s)::pg_catalog.numeric, (%s)::pg_catalog.float8[], (%s)::pg_catalog.int8[], (%s)::pg_catalog.numeric, (%s)::pg_catalog.numeric)',
+                      f.ord, COALESCE(f.value, 'NULL'), COALESCE(f.bounds, 'NULL'), COALESCE(f.buckets, 'NULL'),
+                      COALESCE(f.sum, 'NULL'), COALESCE(f.count, 'NULL')), ', ' ORDER BY f.ord)
+             FROM ordering_internal.metric_families() f
+            WHERE f.source OPERATOR(pg_catalog.=) src.source)
+       || ') v(family, value, bounds, buckets, hist_sum, hist_count)'
+  FROM ordering_internal.metric_sources() src
+ WHERE src.source OPERATOR(pg_catalog.=) $1
+$$;
+COMMENT ON FUNCTION ordering_internal.metric_source_query(text) IS
+    'Internal to the metrics: the query that reads the samples of every metric family of a source';
+
+-- The samples of every family (or of one source's): what ordering.metrics()
+-- prints.  ordering_internal.metric_samples() is generated from the
+-- definitions by ordering_internal.define_metric_samples() below, as a
+-- PL/pgSQL function whose one query is static: planned once per session
+-- and cached, where a query built at each call would be parsed and planned
+-- at every scrape.  Whoever changes the definitions calls
+-- define_metric_samples() again (sql/metrics.sql fails on a family without
+-- series).  With jit = off: a scrape must not compile what runs in
+-- milliseconds.
+CREATE FUNCTION ordering_internal.define_metric_samples()
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $define$
+BEGIN
+    EXECUTE pg_catalog.format($f$
+CREATE OR REPLACE FUNCTION ordering_internal.metric_samples(source text DEFAULT NULL)
+    RETURNS TABLE (family integer, labels text[], value numeric, bounds double precision[],
+                   buckets bigint[], hist_sum numeric, hist_count numeric)
+    LANGUAGE plpgsql VOLATILE ROWS 100
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+    AS $body$
+BEGIN
+    RETURN QUERY
+%s;
+END
+$body$$f$,
+        (SELECT pg_catalog.string_agg(
+                    pg_catalog.format(E'    SELECT q.* FROM (%s) q\n     WHERE metric_samples.source IS NULL OR metric_samples.source OPERATOR(pg_catalog.=) %L',
+                                      ordering_internal.metric_source_query(x.source), x.source),
+                    E'\n    UNION ALL\n' ORDER BY x.ord)
+           FROM ordering_internal.metric_sources() x));
+END
+$define$;
+COMMENT ON FUNCTION ordering_internal.define_metric_samples() IS
+    'Internal to the metrics: (re)creates ordering_internal.metric_samples() from the metric families; call it after changing them';
+REVOKE EXECUTE ON FUNCTION ordering_internal.define_metric_samples() FROM PUBLIC;
+SELECT ordering_internal.define_metric_samples();
+COMMENT ON FUNCTION ordering_internal.metric_samples(text) IS
+    'Internal to the metrics: one row per metric family and label set (of one source, or of all), with its value, or its histogram';
+
+-- A Prometheus label set: {name="value",...}, the values escaped as the
+-- format requires (backslash, double quote, newline); '' without labels.
+CREATE FUNCTION ordering_internal.metric_label_set(names text[], vals text[])
+    RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT CASE WHEN pg_catalog.cardinality($1) OPERATOR(pg_catalog.=) 0 THEN ''
+            ELSE '{' || (SELECT pg_catalog.string_agg(
+                                    n || '="' || pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(
+                                        v, E'\\', E'\\\\'), '"', E'\\"'), E'\n', E'\\n') || '"',
+                                    ',' ORDER BY i)
+                           FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) WITH ORDINALITY AS u(n, v, i)) || '}'
+       END
+$$;
+COMMENT ON FUNCTION ordering_internal.metric_label_set(text[], text[]) IS
+    'Internal to the metrics: a Prometheus label set from label names and values, the values escaped';
+
+-- metrics() prints the samples, family by family in the order of their
+-- definitions, series by label values.  The text is the text of 1.1.
+CREATE OR REPLACE FUNCTION ordering.metrics() RETURNS text
+    LANGUAGE sql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    SET jit = off
+    AS $$
+WITH f AS MATERIALIZED (
+    SELECT x.ord, x.name, x.type, x.help, src.labels AS label_names
+      FROM ordering_internal.metric_families() x
+      JOIN ordering_internal.metric_sources() src ON src.source = x.source
+), m AS MATERIALIZED (
+    SELECT * FROM ordering_internal.metric_samples()
+), lines(ord, sub, labels, i, line) AS (
+    SELECT f.ord, 0, '{}'::text[], 0::bigint, '# HELP ' || f.name || ' ' || f.help FROM f
+    UNION ALL
+    SELECT f.ord, 1, '{}', 0, '# TYPE ' || f.name || ' ' || f.type FROM f
+    UNION ALL
+    SELECT f.ord, 2, m.labels, 0,
+           f.name || ordering_internal.metric_label_set(f.label_names, m.labels) || ' ' || m.value
+      FROM f JOIN m ON m.family = f.ord
+     WHERE f.type <> 'histogram'
+    UNION ALL
+    SELECT f.ord, 2, m.labels, b.i,
+           f.name || '_bucket'
+           || ordering_internal.metric_label_set(f.label_names || 'le'::text,
+                                                 m.labels || COALESCE(b.bound::text, '+Inf'))
+           || ' ' || COALESCE(m.buckets[b.i]::numeric, m.hist_count)
+      FROM f JOIN m ON m.family = f.ord
+     CROSS JOIN LATERAL unnest(m.bounds || NULL::float8) WITH ORDINALITY AS b(bound, i)
+     WHERE f.type = 'histogram'
+    UNION ALL
+    SELECT f.ord, 2, m.labels, 1000000 + x.i,
+           f.name || x.suffix || ordering_internal.metric_label_set(f.label_names, m.labels)
+           || ' ' || x.value
+      FROM f JOIN m ON m.family = f.ord
+     CROSS JOIN LATERAL (VALUES (1, '_sum', m.hist_sum), (2, '_count', m.hist_count)) AS x(i, suffix, value)
+     WHERE f.type = 'histogram'
+)
+SELECT string_agg(l.line, E'\n' ORDER BY l.ord, l.sub, l.labels COLLATE "C", l.i) || E'\n'
+  FROM lines l
+$$;
+COMMENT ON FUNCTION ordering.metrics() IS
+    'The statistics of the current database in the Prometheus text exposition format';
+
+-- The exporter's configuration, generated: one block per exporter block of
+-- the families, reading the family's source with the family's expressions,
+-- one column per family (a histogram: bounds, buckets, sum and count).
+CREATE FUNCTION ordering_internal.exporter_block_queries()
+    RETURNS TABLE (block text, query text)
+    LANGUAGE sql STABLE ROWS 10
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT b.block,
+       'SELECT '
+       || pg_catalog.array_to_string(
+              ARRAY['pg_catalog.current_database() AS datname']
+              || ARRAY(SELECT pg_catalog.format('s.%I', l)
+                         FROM pg_catalog.unnest(src.labels) WITH ORDINALITY AS u(l, i)
+                        ORDER BY i)
+              || ARRAY(SELECT pg_catalog.format('(%s)::%s AS %I', x.expr, x.typ,
+                                                pg_catalog.substr(f.name, pg_catalog.length(b.block) + 2)
+                                                || x.suffix)
+                         FROM ordering_internal.metric_families() f
+                        CROSS JOIN LATERAL (VALUES (1, f.value, 'pg_catalog.float8', ''),
+                                                   (2, f.bounds, 'pg_catalog.float8[]', ''),
+                                                   (3, f.buckets, 'pg_catalog.int8[]', '_bucket'),
+                                                   (4, f.sum, 'pg_catalog.float8', '_sum'),
+                                                   (5, f.count, 'pg_catalog.int8', '_count'))
+                                   AS x(i, expr, typ, suffix)
+                        WHERE f.block OPERATOR(pg_catalog.=) b.block AND x.expr IS NOT NULL
+                        ORDER BY f.ord, x.i),
+              E',\n       ')
+       || E'\n  FROM ' || src.from_item || ' s'
+  FROM (SELECT f.block, pg_catalog.min(f.source) AS source, pg_catalog.min(f.ord) AS ord
+          FROM ordering_internal.metric_families() f
+         GROUP BY f.block) b
+  JOIN ordering_internal.metric_sources() src ON src.source OPERATOR(pg_catalog.=) b.source
+ ORDER BY b.ord
+$$;
+COMMENT ON FUNCTION ordering_internal.exporter_block_queries() IS
+    'Internal to the metrics: the query of each block of the exporter''s configuration, from the metric families';
+
+-- One column of an exporter block, in the YAML of its "metrics" list.
+CREATE FUNCTION ordering_internal.exporter_column(name text, usage text, description text)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT pg_catalog.format(E'    - %s:\n        usage: "%s"\n        description: "%s"', $1, $2,
+                         pg_catalog.replace(pg_catalog.replace($3, E'\\', E'\\\\'), '"', E'\\"'))
+$$;
+COMMENT ON FUNCTION ordering_internal.exporter_column(text, text, text) IS
+    'Internal to ordering_internal.exporter_queries(): a column of an exporter block in YAML';
+
+CREATE FUNCTION ordering_internal.exporter_queries()
+    RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT E'# Custom queries for prometheus-postgres-exporter (--extend.query-path):\n'
+       '# the statistics of the ordering extension under the same metric names as\n'
+       '# ordering.metrics().  Point DATA_SOURCE_NAME at every database that has the\n'
+       '# extension (a comma-separated list of DSNs); each series carries the\n'
+       '# database in the label "datname".  The role needs the monitoring set:\n'
+       '# SELECT ordering.grant_monitor(''role'') (see docs/monitoring.md).\n'
+       '#\n'
+       '# Generated: do not edit.  The metric families are defined once, in the\n'
+       '# extension (ordering_internal.metric_families()), which ordering.metrics()\n'
+       '# reads too; this file is the output of\n'
+       '#   psql -XAt -c ''SELECT ordering_internal.exporter_queries()''\n'
+       '# in a database with this version of the extension, and the regression test\n'
+       '# sql/metrics.sql fails when the two differ.  The exporter prefixes each\n'
+       '# column with the key of its block: block "ordering" + column\n'
+       '# "events_consumed_total" = ordering_events_consumed_total.\n'
+       || pg_catalog.string_agg(
+              E'\n'
+              || COALESCE('# ' || pg_catalog.replace(src.note, E'\n', E'\n# ') || E'\n', '')
+              || q.block || E':\n'
+              || E'  query: |\n'
+              || (SELECT pg_catalog.string_agg('    ' || l, E'\n' ORDER BY n)
+                    FROM pg_catalog.regexp_split_to_table(q.query, E'\n') WITH ORDINALITY AS t(l, n))
+              || E'\n  metrics:\n'
+              || pg_catalog.array_to_string(
+                     ARRAY[ordering_internal.exporter_column('datname', 'LABEL',
+                                                            'Database of the ' || src.noun)]
+                     || ARRAY(SELECT ordering_internal.exporter_column(l, 'LABEL', h)
+                                FROM ROWS FROM (pg_catalog.unnest(src.labels), pg_catalog.unnest(src.label_help))
+                                     WITH ORDINALITY AS u(l, h, i)
+                               ORDER BY i)
+                     || ARRAY(SELECT ordering_internal.exporter_column(
+                                         pg_catalog.substr(f.name, pg_catalog.length(q.block) + 2),
+                                         pg_catalog.upper(f.type), f.help)
+                                FROM ordering_internal.metric_families() f
+                               WHERE f.block OPERATOR(pg_catalog.=) q.block
+                               ORDER BY f.ord),
+                     E'\n'),
+              E'\n' ORDER BY q.n)
+  FROM ordering_internal.exporter_block_queries() WITH ORDINALITY AS q(block, query, n)
+  JOIN (SELECT DISTINCT f.block, f.source FROM ordering_internal.metric_families() f) fb
+    ON fb.block OPERATOR(pg_catalog.=) q.block
+  JOIN ordering_internal.metric_sources() src ON src.source OPERATOR(pg_catalog.=) fb.source
+$$;
+COMMENT ON FUNCTION ordering_internal.exporter_queries() IS
+    'The configuration of prometheus-postgres-exporter for the metric families (monitoring/queries.yaml is its output)';
+
+REVOKE EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(),
+    ordering_internal.metric_source_query(text), ordering_internal.metric_samples(text),
+    ordering_internal.metric_label_set(text[], text[]), ordering_internal.exporter_block_queries(),
+    ordering_internal.exporter_column(text, text, text), ordering_internal.exporter_queries()
+    FROM PUBLIC;
+
+-- The monitoring set runs the metric functions of ordering_internal; roles
+-- that have it (EXECUTE on metrics()) get them too.
+CREATE OR REPLACE FUNCTION ordering.grant_monitor(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.metrics(), ordering.metric_label_value(text), '
+        'ordering.consumer_counters(), ordering.stream_counters(), '
+        'ordering.stats_reset_time(), ordering.gap_deadline(), '
+        'ordering.consumer_statistics(), ordering.stream_statistics(), '
+        'ordering.hot_resources(text, text, integer)',
+        'SELECT ON ordering.stats, ordering.stream_stats, ordering.open_gaps, '
+        'ordering.gap_requests, ordering.outbox_lag',
+        -- what ordering.metrics() runs
+        'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
+        'ordering_internal.metric_samples(text), '
+        'ordering_internal.metric_label_set(text[], text[])');
+END
+$$;
+COMMENT ON FUNCTION ordering.grant_monitor(regrole) IS
+    'Grants read-only access to the statistics, ordering.metrics(), hot resources, the relay lag and the open gaps (for dashboards and exporters)';
+
+DO $$
+DECLARE
+    grantee regrole;
+BEGIN
+    FOR grantee IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.metrics()'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        PERFORM ordering.grant_privileges(grantee,
+            'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
+            'ordering_internal.metric_samples(text), '
+            'ordering_internal.metric_label_set(text[], text[])');
+    END LOOP;
+END
+$$;
+
+-- Failover-safe publishing (issue 27, item 15): which standbys count is
+-- stated, and ordering.min_standbys requires more of them (src/standbys.c).
+COMMENT ON FUNCTION ordering.wait_for_standbys(interval) IS
+    'Waits until every connected streaming standby, and at least ordering.min_standbys of them (default 1), has flushed the WAL of everything this transaction has seen, and returns that WAL position; SQLSTATE 55000 when that has not happened within the timeout';
+COMMENT ON FUNCTION ordering.claim_unpublished(integer, boolean, interval) IS
+    'For relays: up to batch_size unpublished outbox rows, locked until the end of the caller''s transaction and skipped by other relays; with replicated, only once every connected standby, and at least ordering.min_standbys of them, has flushed them (SQLSTATE 55000 after timeout)';
 
 -- (end of section)
 

@@ -52,11 +52,27 @@ SELECT ordering.emit('customer-1', 'x', '{}', 1);
 -- history loaded without its counters looks like: the hint says so.
 INSERT INTO ordering.outbox (resource_id, seq, event_type, payload)
 VALUES ('customer-1', 9, 'x', '{}');
+-- emit() is never a restore: a number beyond the next one is asserted
+-- wrongly, and the hint says which number to assert.
+SELECT ordering.emit('customer-1', 'x', '{}', 9);
+-- and 0 is no sequence number at all
+SELECT ordering.emit('customer-1', 'x', '{}', 0);
+-- nor is an INSERT run by a function
+DO $$ BEGIN
+    INSERT INTO ordering.outbox (resource_id, seq, event_type, payload)
+    VALUES ('customer-1', 9, 'x', '{}');
+END $$;
+-- a COPY is what pg_restore runs: any refused number gets the restore hint
+COPY ordering.outbox (resource_id, seq, event_type, payload) FROM stdin;
+customer-1	1	x	{}
+\.
 \set VERBOSITY terse
 SELECT ordering.last_sequence('ordering.outbox', 'customer-1');
 
 -- NULL resource: 23502, nothing allocated.
+\set VERBOSITY default
 SELECT ordering.emit(NULL, 'x', '{}');
+\set VERBOSITY terse
 \echo :SQLSTATE
 INSERT INTO ordering.outbox (resource_id, event_type, payload) VALUES (NULL, 'x', '{}');
 \echo :SQLSTATE

@@ -384,6 +384,14 @@ SELECT ordering.create_sequencing_triggers('shard_copy', 'resource_id', 'seq', '
 INSERT INTO shard_copy (resource_id) VALUES ('r');
 \echo :SQLSTATE
 DROP TABLE shard_copy;
+-- A lone sequencing trigger, created by hand on a table that was never
+-- attached, is refused as not attached (not as "attached incompletely").
+CREATE TABLE lone (resource_id text, seq bigint);
+CREATE TRIGGER ordering_sequence BEFORE INSERT ON lone FOR EACH ROW
+    EXECUTE FUNCTION ordering.sequence_trigger('resource_id', 'seq');
+INSERT INTO lone (resource_id) VALUES ('r');
+\echo :SQLSTATE
+DROP TABLE lone;
 
 -- Attaching a table that Citus distributes is refused (a stand-in for
 -- Citus's catalog table here).

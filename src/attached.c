@@ -14,13 +14,14 @@
  * The trigger refuses to sequence a row when that picture does not hold:
  *
  *	- the relation, or the partitioned table it is a partition of, is not
- *	  registered as attached with this trigger's stream: a trigger copied by
- *	  hand or by a tool (Citus creates the triggers of a distributed table
- *	  on its shards, each of which would count on its own node), or a
- *	  partition detached with its trigger (SQLSTATE 0A000);
- *	- a companion is missing or not enabled like the sequencing trigger
- *	  (ALTER TABLE ... DISABLE TRIGGER of one of them): without it numbers of
- *	  stored rows would be given back (SQLSTATE 55000).
+ *	  registered as attached with this trigger's stream: a trigger copied or
+ *	  created by hand or by a tool (Citus creates the triggers of a
+ *	  distributed table on its shards, each of which would count on its own
+ *	  node), or a partition detached with its trigger (SQLSTATE 0A000);
+ *	- the relation is registered, but a companion is missing or not enabled
+ *	  like the sequencing trigger (ALTER TABLE ... DISABLE TRIGGER of one of
+ *	  them): without it numbers of stored rows would be given back
+ *	  (SQLSTATE 55000).
  *
  * The verdict is cached per relation and forgotten when the relation's
  * relcache entry is invalidated, which attaching, detaching, creating or
@@ -281,7 +282,6 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text,
 
 	/* a 1.0 database has neither the companions nor the registry */
 	owned_check_version();
-	check_companions(rel, trigger);
 	stream = text_to_cstring(stream_text);
 	registered = registered_stream(rel, &wake_relays);
 	if (registered == NULL || strcmp(registered, stream) != 0)
@@ -293,6 +293,8 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text,
 				 registered == NULL ?
 				 errhint("After a restore, call ordering.post_restore(): it registers the tables whose triggers were restored.  Otherwise call ordering.detach() and ordering.attach() on the table.") :
 				 errhint("Call ordering.detach() and ordering.attach() on the table.")));
+	/* only a table attach() registered can be attached incompletely */
+	check_companions(rel, trigger);
 
 	entry = hash_search(attached_cache, &relid, HASH_ENTER, NULL);
 	entry->tgoid = trigger->tgoid;

@@ -153,20 +153,30 @@ counter_next(text *stream, text *resource)
  * it.  The counter is advanced first and checked after, once the row is
  * ours: only then is its value the truth (a concurrent producer may have
  * been about to roll back).  A mismatch raises 40001, and the statement's
- * rollback takes the advance back.  Its hint is about restores when the row
- * came by COPY (restore_hint) or carries a number beyond the next one,
- * which no concurrent producer explains but history loaded without its
- * counters does (pg_restore of an --inserts dump, say).
+ * rollback takes the advance back.
+ *
+ * The hint says what explains the mismatch.  A number behind the next one
+ * is a concurrent producer's doing.  A number beyond it is not: no
+ * concurrent producer makes a number appear before its predecessors.  A
+ * restore without its steps explains either, but only in a statement that a
+ * dump carries: a top-level COPY (any mismatch: the counters may have been
+ * loaded first) or a top-level INSERT of an --inserts dump (a number beyond
+ * the next one).  A function such as emit(), or a statement run inside one,
+ * is never a restore.  A number below 1 is no sequence number at all.
  */
 void
-counter_expect(text *stream, text *resource, int64 seq, bool restore_hint)
+counter_expect(text *stream, text *resource, int64 seq, CounterSource source)
 {
 	CounterRequest req = {COUNTER_NEXT};
+	bool		beyond;
+	bool		restore;
 
 	counter_request(stream, resource, &req);
 	if (!req.overflow && req.result == seq)
 		return;
-	restore_hint = restore_hint || seq > req.result;
+	beyond = !req.overflow && seq > req.result;
+	restore = source == COUNTER_SOURCE_COPY ||
+		(source == COUNTER_SOURCE_INSERT && beyond);
 	ordering_stats_sequence_conflict(text_to_cstring(stream));
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -175,8 +185,12 @@ counter_expect(text *stream, text *resource, int64 seq, bool restore_hint)
 					req.overflow ? req.previous : req.result),
 			 errdetail("The last sequence number allocated is " INT64_FORMAT ".",
 					   req.previous),
-			 restore_hint ?
+			 seq < 1 ?
+			 errhint("Sequence numbers start at 1: assert the next one, or assert none (NULL) to be given it.") :
+			 restore ?
 			 errhint("If this is a restore, set ordering.restoring = on for the database before it (ALTER DATABASE, or ordering.pre_restore() where the extension exists) and call ordering.post_restore() after it.") :
+			 beyond ?
+			 errhint("The number asserted is beyond the next one, which no concurrent producer causes: assert the next number, the last one allocated plus one.") :
 			 errhint("Another producer wrote to this resource first; reload it and retry.")));
 }
 

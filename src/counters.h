@@ -8,9 +8,21 @@
 #ifndef ORDERING_COUNTERS_H
 #define ORDERING_COUNTERS_H
 
+/*
+ * Which statement supplied an asserted number: a restore explains a refused
+ * number only in a statement that a dump carries.
+ */
+typedef enum CounterSource
+{
+	COUNTER_SOURCE_OTHER,		/* a function (emit), a nested statement, ... */
+	COUNTER_SOURCE_INSERT,		/* a top-level INSERT (--inserts dumps) */
+	COUNTER_SOURCE_COPY			/* a top-level COPY (pg_restore, pg_dump's
+								 * plain format) */
+} CounterSource;
+
 extern int64 counter_next(text *stream, text *resource);
 extern void counter_expect(text *stream, text *resource, int64 seq,
-						   bool restore_hint);
+						   CounterSource source);
 extern void counter_raise(text *stream, text *resource, int64 seq);
 extern bool counter_give_back(text *stream, text *resource, int64 seq);
 

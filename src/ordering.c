@@ -20,6 +20,7 @@
 #include "decision_log.h"
 #include "ordering.h"
 #include "provisional.h"
+#include "standbys.h"
 #include "stats.h"
 
 PG_MODULE_MAGIC;
@@ -110,6 +111,8 @@ define_settings(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	ordering_standbys_define_settings();
 
 	/*
 	 * Sizes of the shared statistics: they exist only when preloaded, and

@@ -71,7 +71,10 @@ typedef enum OwnedTableId
 
 #define ATTACHMENTS_TBL			1
 #define ATTACHMENTS_STREAM		2
+#define ATTACHMENTS_RESOURCE_COLUMN	3
+#define ATTACHMENTS_SEQUENCE_COLUMN	4
 #define ATTACHMENTS_ATTACHED	5
+#define ATTACHMENTS_ATTACHED_AT	6
 #define ATTACHMENTS_WAKE_RELAYS	7
 
 /* The widest of the tables */

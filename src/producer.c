@@ -164,9 +164,9 @@ read_row(TriggerData *trigdata, const TriggerProtocol *protocol,
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
-				 errmsg("null value in column \"%s\" of relation \"%s\" violates the ordering of its events",
-						args[0], RelationGetRelationName(rel)),
-				 errdetail("Every sequenced event needs a resource.")));
+				 errmsg("cannot sequence a row of relation \"%s\" whose resource column \"%s\" is null",
+						RelationGetRelationName(rel), args[0]),
+				 errdetail("Sequence numbers are counted per resource: a row without a resource has none to take a number from.")));
 	row->resource = ordering_resource_key_of(resource, resatt->atttypid);
 	row->seq = DatumGetInt64(heap_getattr(tuple, row->seqattno, desc,
 										  &row->seq_isnull));
@@ -192,12 +192,21 @@ take_moving_row(const SequencedRow *row)
 }
 
 /*
- * Did this row come in through COPY?  Only for the hint of an error.
+ * Which statement supplied a row's number (counters.h): the top-level
+ * statement of the portal running, when the row is its own (a COPY, or an
+ * INSERT of a dump) rather than one a function inserts.  Only for the hint
+ * of an error.
  */
-static bool
-loading_by_copy(void)
+static CounterSource
+counter_source(void)
 {
-	return ActivePortal != NULL && ActivePortal->commandTag == CMDTAG_COPY;
+	if (ActivePortal == NULL)
+		return COUNTER_SOURCE_OTHER;
+	if (ActivePortal->commandTag == CMDTAG_COPY)
+		return COUNTER_SOURCE_COPY;
+	if (ActivePortal->commandTag == CMDTAG_INSERT)
+		return COUNTER_SOURCE_INSERT;
+	return COUNTER_SOURCE_OTHER;
 }
 
 /*
@@ -294,7 +303,7 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	{
 		if (take_moving_row(&row))
 			return PointerGetDatum(tuple);
-		counter_expect(row.stream, row.resource, row.seq, loading_by_copy());
+		counter_expect(row.stream, row.resource, row.seq, counter_source());
 		numbered(&row, row.seq, table.later_trigger);
 		return PointerGetDatum(tuple);
 	}

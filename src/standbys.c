@@ -26,14 +26,32 @@
  * target is then the page boundary, which is what a standby reports once
  * it has the page before.
  *
- * Which standbys.  Every WAL sender that streams to a standby that replays
- * WAL (it reports a replay position) and is physical (not connected to a
- * database, as a logical one is) must have reported a flush position at or
- * past the target, and there must be at least one such standby.  So
- * pg_receivewal and pg_basebackup, which report no replay position, and
- * logical replication never count, and a standby that has not reported its
- * positions yet (it connected a moment ago) is not counted until it has.
- * Standbys that replicate from another standby (cascading) are not seen.
+ * Which standbys.  A standby counts while a WAL sender of this server
+ * streams to it (state catchup or streaming), it is physical (the sender is
+ * not connected to a database, as a logical one is) and it replays WAL (it
+ * has reported a replay position).  Synchronous or not makes no difference
+ * (synchronous_standby_names is not read).  Every standby that counts must
+ * have reported a flush position at or past the target, and at least
+ * ordering.min_standbys of them (default 1) must count.  So pg_receivewal
+ * and pg_basebackup, which report no replay position, and logical
+ * replication never count; a standby that has not reported its positions
+ * yet (it connected a moment ago) is not counted until it has; and a
+ * standby that is not connected does not count at all: its WAL sender exits
+ * when the connection closes (at once when the standby stops cleanly, after
+ * wal_sender_timeout when it vanished), and from then on a primary with two
+ * standbys, one stopped, waits for the other one only, unless
+ * ordering.min_standbys = 2 says that both must have the WAL.  The primary
+ * cannot know standbys that are not connected, so a number is the only
+ * thing it can require of them.  Standbys that replicate from another
+ * standby (cascading) are not seen.
+ *
+ * Why a setting and not an argument: how many standbys a failover may
+ * promote from is a property of the cluster, the same for every relay and
+ * for every call, and a relay of its own outbox table calls
+ * wait_for_standbys() where claim_unpublished() calls it for the ready
+ * outbox: one setting (ALTER ROLE relay SET, or for the whole server)
+ * covers both without changing a call.  It can be set by any role, as a
+ * relay may only make its own publishing safer or less safe.
  *
  * Waiting.  The positions are polled every millisecond (WAL senders wake
  * only synchronous-replication waiters), until the timeout; then an error
@@ -60,10 +78,15 @@
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "storage/spin.h"
+#include "utils/guc.h"
 #include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
 
+#include "standbys.h"
+
 PG_FUNCTION_INFO_V1(ordering_wait_for_standbys);
+
+int			ordering_min_standbys = 1;
 
 /* how often the standbys' positions are read while waiting */
 #define STANDBY_POLL_MS		1
@@ -142,6 +165,22 @@ read_standbys(void)
 }
 
 /*
+ * Define ordering.min_standbys (called by _PG_init).
+ */
+void
+ordering_standbys_define_settings(void)
+{
+	DefineCustomIntVariable("ordering.min_standbys",
+							gettext_noop("Least number of connected standbys that must have flushed the WAL before ordering.wait_for_standbys() returns, as claim_unpublished(replicated => true) does."),
+							gettext_noop("Every connected standby must have flushed it too; a standby that is not connected does not count."),
+							&ordering_min_standbys,
+							1, 1, 1000,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+}
+
+/*
  * The timeout argument in milliseconds; refuses a negative one.
  */
 static long
@@ -163,10 +202,10 @@ timeout_ms(Interval *timeout)
 /*
  * ordering.wait_for_standbys(timeout interval) returns pg_lsn
  *
- * Waits until every connected standby has flushed the WAL of everything the
- * caller has seen so far, and returns that WAL position; raises SQLSTATE
- * 55000 when that has not happened within the timeout (see the file
- * header).
+ * Waits until every connected standby, and at least ordering.min_standbys
+ * of them, has flushed the WAL of everything the caller has seen so far,
+ * and returns that WAL position; raises SQLSTATE 55000 when that has not
+ * happened within the timeout (see the file header).
  */
 Datum
 ordering_wait_for_standbys(PG_FUNCTION_ARGS)
@@ -196,7 +235,8 @@ ordering_wait_for_standbys(PG_FUNCTION_ARGS)
 		long		left;
 
 		progress = read_standbys();
-		if (progress.count > 0 && progress.lowest_flush >= target)
+		if (progress.count >= ordering_min_standbys &&
+			progress.lowest_flush >= target)
 			PG_RETURN_LSN(target);
 
 		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
@@ -214,6 +254,16 @@ ordering_wait_for_standbys(PG_FUNCTION_ARGS)
 				 errmsg("the standbys have not confirmed within %ld ms that they have the WAL this transaction has seen",
 						wait_ms),
 				 errdetail("No standby is connected."),
+				 errhint("Publish nothing this transaction has read: roll it back and try again later.")));
+	if (progress.count < ordering_min_standbys)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the standbys have not confirmed within %ld ms that they have the WAL this transaction has seen",
+						wait_ms),
+				 errdetail_plural("%d standby is connected; ordering.min_standbys requires %d.",
+								  "%d standbys are connected; ordering.min_standbys requires %d.",
+								  progress.count, progress.count,
+								  ordering_min_standbys),
 				 errhint("Publish nothing this transaction has read: roll it back and try again later.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

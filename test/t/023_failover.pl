@@ -14,7 +14,9 @@
 #
 # Then, on the promoted standby with a standby of its own: a replicated
 # claim waits while that standby's WAL receiver is stopped and returns once
-# it runs again; WAL streamed to pg_receivewal or to a logical replication
+# it runs again; with a second standby stopped, the claim counts the
+# connected one only, unless ordering.min_standbys = 2, which makes it wait
+# for both; WAL streamed to pg_receivewal or to a logical replication
 # subscriber does not count as a standby; with no standby a replicated claim
 # refuses, a relay without the option publishes, and after a failover the
 # check finds exactly those events lost, their numbers given to others; and
@@ -255,6 +257,46 @@ ok($claim->{h}->pumpable, 'the claim is still waiting after half a second');
 kill 'CONT', $receiver;
 $claim->{h}->finish;
 is(${ $claim->{out} }, "1\n", 'once the WAL receiver runs again, the claim returns the row');
+
+# 2b. Which standbys count: those connected.  With a second standby that
+# is stopped, a replicated claim returns once the connected one has the
+# rows; ordering.min_standbys = 2 makes it wait for both, and fail while
+# one is stopped.
+# (the row claimed above is done with)
+$primary2->safe_psql('postgres', q{
+	SELECT ordering.mark_published(array_agg(id)) FROM ordering.outbox WHERE published_at IS NULL});
+$primary2->backup('b2b');
+my $standby2b = PostgreSQL::Test::Cluster->new('standby2b');
+$standby2b->init_from_backup($primary2, 'b2b', has_streaming => 1);
+$standby2b->start;
+$primary2->wait_for_catchup($standby2b);
+$standby2b->stop('fast');
+$primary2->poll_query_until('postgres',
+	q{SELECT count(*) = 1 FROM pg_stat_replication WHERE state = 'streaming'})
+  or die 'the stopped standby is still connected';
+$primary2->safe_psql('postgres', q{SELECT ordering.emit('w2', 'e', '{"n": 2}')});
+is( $primary2->safe_psql('postgres', q{
+		SELECT count(*) FROM ordering.claim_unpublished(10, replicated => true, timeout => '60s')}),
+	'1', 'two standbys, one stopped: the claim counts the connected one only');
+($ret, $out, $err) = $primary2->psql('postgres', q{
+	SET ordering.min_standbys = 2;
+	SELECT count(*) FROM ordering.claim_unpublished(10, replicated => true, timeout => '300ms')});
+like($err, qr/DETAIL:  1 standby is connected; ordering\.min_standbys requires 2\./,
+	'with ordering.min_standbys = 2, the claim fails while one of the two is stopped');
+$claim = start_bg('psql', '-X', '-Atq', '-v', 'ON_ERROR_STOP=1', '-d', $primary2->connstr('postgres'),
+	'-c', 'SET ordering.min_standbys = 2',
+	'-c', q{SELECT count(*) FROM ordering.claim_unpublished(10, replicated => true, timeout => '5min')});
+$primary2->poll_query_until('postgres', q{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	 WHERE query LIKE '%replicated => true%' AND wait_event_type = 'Extension'})
+  or die 'the claim did not wait';
+$standby2b->start;
+$claim->{h}->finish;
+is(${ $claim->{out} }, "1\n", 'it returns once the second standby is back and has the rows');
+$standby2b->stop('fast');
+$primary2->poll_query_until('postgres',
+	q{SELECT count(*) = 1 FROM pg_stat_replication WHERE state = 'streaming'})
+  or die 'the stopped standby is still connected';
 
 # 3. Clients that stream WAL but are no standby do not count: pg_receivewal
 # and a logical replication subscription (on the broker).

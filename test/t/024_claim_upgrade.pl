@@ -26,14 +26,15 @@ $node->safe_psql('postgres', q{
 # Between installing the 1.1 library and ALTER EXTENSION UPDATE, the
 # producer refuses with the hint that ends the wait.
 my ($ret, $out, $err) = $node->psql('postgres', q{SELECT ordering.emit('a', 'e', '{}')});
-isnt($ret, 0, 'a 1.0 database refuses to produce with the 1.1 library');
-like($err, qr/at version 1\.0 in this database, but its library is version 1\.1.*\n.*HINT:  Run ALTER EXTENSION ordering UPDATE/s,
+isnt($ret, 0, 'a 1.0 database refuses to produce with the current library');
+like($err, qr/at version 1\.0 in this database, but its library is version \d+\.\d+.*\n.*HINT:  Run ALTER EXTENSION ordering UPDATE/s,
 	'and says to update the extension');
 
 $node->safe_psql('postgres', 'ALTER EXTENSION ordering UPDATE');
 $node->safe_psql('postgres', q{SELECT ordering.emit('a', 'e', '{}')});
 is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'ordering'}),
-	'1.1', 'updated to 1.1');
+	$node->safe_psql('postgres', q{SELECT default_version FROM pg_available_extensions WHERE name = 'ordering'}),
+	'updated to the current version');
 
 sub privileges
 {

@@ -113,3 +113,20 @@ CREATE TABLE upgrade_check.before AS SELECT * FROM upgrade_check.fingerprint();
 CREATE TABLE upgrade_numeric_outbox (amount numeric NOT NULL, version bigint NOT NULL);
 SELECT ordering.attach('upgrade_numeric_outbox', 'amount', 'version');
 INSERT INTO upgrade_numeric_outbox (amount) VALUES (1.50), (1.50), (1.50), (1.5), (2.0);
+
+-- Roles given each set at this version, in a database of their own (the
+-- updated databases are compared with a fresh install, privileges
+-- included): verify.sql updates it and checks that each role holds what
+-- its set holds now, and nothing the set dropped.
+SELECT extversion AS fill_version FROM pg_extension WHERE extname = 'ordering' \gset
+CREATE DATABASE upgrade_roles;
+\c upgrade_roles
+SET client_min_messages = warning;
+CREATE EXTENSION ordering VERSION :'fill_version';
+CREATE ROLE upgrade_producer;
+CREATE ROLE upgrade_consumer;
+CREATE ROLE upgrade_monitor;
+CREATE ROLE upgrade_operator;
+SELECT ordering.grant_producer('upgrade_producer'), ordering.grant_consumer('upgrade_consumer'),
+       ordering.grant_monitor('upgrade_monitor'), ordering.grant_operator('upgrade_operator');
+GRANT CREATE ON SCHEMA public TO upgrade_producer;

@@ -99,3 +99,54 @@ SELECT upgrade_check.expect('numeric keys: no counter is left under a 1.0 key',
        (SELECT string_agg(resource_id, ',' ORDER BY resource_id) FROM ordering.sequences
          WHERE stream = 'public.upgrade_numeric_outbox'),
        '1.5,2');
+
+-- Roles given each set before the update (fill.sql, in database
+-- upgrade_roles) work with the set of this version, and keep no privilege
+-- it dropped: producers write the registry of attached tables only through
+-- attach(), consumers write no table with SQL, operators check
+-- ordering.outbox, monitors read the metrics.
+\c upgrade_roles
+SET client_min_messages = warning;
+ALTER EXTENSION ordering UPDATE;
+CREATE SCHEMA upgrade_check;
+CREATE FUNCTION upgrade_check.expect(label text, got anycompatible, want anycompatible)
+    RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    IF got IS DISTINCT FROM want THEN
+        RAISE EXCEPTION 'after the update, %: got %, expected %', label, got, want;
+    END IF;
+    RETURN 'ok: ' || label;
+END
+$$;
+GRANT USAGE ON SCHEMA upgrade_check TO PUBLIC;
+SELECT upgrade_check.expect('producer: no INSERT or UPDATE on ordering.attachments',
+       has_table_privilege('upgrade_producer', 'ordering.attachments', 'INSERT')
+       OR has_table_privilege('upgrade_producer', 'ordering.attachments', 'UPDATE'), false);
+SET ROLE upgrade_producer;
+CREATE TABLE upgrade_role_outbox (r text, s bigint);
+SELECT ordering.attach('upgrade_role_outbox', 'r', 's');
+INSERT INTO upgrade_role_outbox (r) VALUES ('x'), ('x');
+SELECT upgrade_check.expect('producer: attach() and inserts number',
+       (SELECT max(s) FROM upgrade_role_outbox), 2::bigint);
+RESET ROLE;
+SELECT upgrade_check.expect('consumer: no INSERT or DELETE on ordering.parked, no DELETE on ordering.gap_requests',
+       has_table_privilege('upgrade_consumer', 'ordering.parked', 'INSERT')
+       OR has_table_privilege('upgrade_consumer', 'ordering.parked', 'DELETE')
+       OR has_table_privilege('upgrade_consumer', 'ordering.gap_requests', 'DELETE'), false);
+SET ROLE upgrade_consumer;
+SELECT upgrade_check.expect('consumer: deliver() works',
+       (SELECT count(*) FROM ordering.deliver('upgrade-roles', 'r', 1, '{}')), 1::bigint);
+RESET ROLE;
+SELECT upgrade_check.expect('operator: keeps the writes of ordering.gap_requests, not of ordering.parked',
+       has_table_privilege('upgrade_operator', 'ordering.gap_requests', 'DELETE')
+       AND NOT has_table_privilege('upgrade_operator', 'ordering.parked', 'INSERT'), true);
+SELECT upgrade_check.expect('operator: may read ordering.outbox, which check() checks',
+       has_table_privilege('upgrade_operator', 'ordering.outbox', 'SELECT'), true);
+SET ROLE upgrade_operator;
+SELECT upgrade_check.expect('operator: check() finds nothing wrong',
+       (SELECT count(*) FROM ordering.check()), 0::bigint);
+RESET ROLE;
+SET ROLE upgrade_monitor;
+SELECT upgrade_check.expect('monitor: metrics() works',
+       ordering.metrics() LIKE '%ordering_events_consumed_total{consumer="upgrade-roles"} 1%', true);
+RESET ROLE;
