@@ -116,8 +116,10 @@ $f$;
 CREATE TABLE upgrade_check.before11 AS SELECT * FROM upgrade_check.fingerprint11();
 
 -- fill.sql's records again, now that this file added counters, positions
--- and parked events: verify.sql compares with these.
+-- and parked events: verify.sql compares with these (the numeric keys,
+-- which the update merges, it checks on their own).
 TRUNCATE upgrade_check.counters, upgrade_check.positions, upgrade_check.before;
-INSERT INTO upgrade_check.counters SELECT stream, resource_id, last_seq FROM ordering.sequences;
+INSERT INTO upgrade_check.counters SELECT stream, resource_id, last_seq FROM ordering.sequences
+ WHERE stream <> 'public.upgrade_numeric_outbox';
 INSERT INTO upgrade_check.positions SELECT consumer, resource_id, position FROM ordering.positions;
 INSERT INTO upgrade_check.before SELECT * FROM upgrade_check.fingerprint();
