@@ -53,6 +53,13 @@ SELECT upgrade_check.expect('wake-up table: w-1 continues',
 SELECT upgrade_check.expect('wake-up table: the wake-up is still on',
        (SELECT wake_relays FROM ordering.attachments WHERE tbl = 'upgrade_woken'::regclass), true);
 
--- The self-check finds nothing wrong in what the update left.
+-- The self-check finds nothing wrong in what the update left, but what
+-- docs/resource-keys.md says it shows: the rows 1.1 numbered under two keys
+-- that 1.2 keys as one (1.50 and 1.5) hold a number twice.
 SELECT upgrade_check.expect('check() after the update',
-       (SELECT string_agg(kind || ': ' || detail, '; ') FROM ordering.check()), NULL::text);
+       (SELECT string_agg(kind || ': ' || detail, '; ') FROM ordering.check()
+         WHERE detail NOT LIKE '%upgrade_numeric_outbox%'), NULL::text);
+SELECT upgrade_check.expect('check() shows the rows 1.1 numbered under two keys of one numeric',
+       (SELECT string_agg(kind || ': ' || detail, '; ') FROM ordering.check()
+         WHERE detail LIKE '%upgrade_numeric_outbox%'),
+       'seq_repeated_in_table: table public.upgrade_numeric_outbox (stream ''public.upgrade_numeric_outbox''), resource ''1.5'': 6 rows hold 5 numbers');
