@@ -41,12 +41,14 @@
  * unlogged table (a crash would empty it: counters would restart, delivered
  * events apply again).  A table that Citus distributes carries Citus's
  * truncate trigger and is refused like any other trigger, with SQLSTATE
- * 0A000.  Each refusal's hint says how to undo the change.  Dropped columns
- * after the table's own are harmless (a column added and dropped again
- * before 1.2 refused such changes when they are made: protect.c): rows are
- * read and written with the table's own columns only, those columns read
- * as NULL.  There is no second
- * code path: a call either keeps every rule of the table or fails.  The
+ * 0A000.  The extension's own triggers (ordering.sequences_load, the four on
+ * ordering.parked, in schema ordering or ordering_internal) are there for
+ * SQL writes; this layer does itself what they would do.  Each refusal's
+ * hint says how to undo the change.  Columns added and dropped again (which
+ * 1.1 allowed; 1.2 refuses such changes when they are made: protect.c) are
+ * harmless: rows are read and written with the table's own columns only.
+ * There is no second code path: a call either keeps every rule of the
+ * table or fails.  The
  * check runs once per relcache entry: any change that could break it (a new
  * trigger, index, constraint or policy, ALTER TABLE) invalidates the entry.
  *
@@ -121,7 +123,7 @@ typedef struct OwnedColumn
 typedef struct OwnedTableDef
 {
 	const char *relname;		/* in schema "ordering" */
-	const char *triggers[2];	/* the extension's own triggers on it */
+	const char *triggers[4];	/* the extension's own triggers on it */
 	const char *checks[3];		/* its CHECK constraints, NULL-terminated */
 	OwnedColumn cols[OWNED_MAX_NATTS];
 	int			natts;
@@ -140,10 +142,12 @@ static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
 	},
 	[OWNED_POSITIONS] = {
 		.relname = "positions",
-		.natts = 4,
+		.natts = 7,
 		.nkeys = 2,
 		.cols = {{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
-		{"position", INT8OID, true}, {"blocked_at", INT8OID, false}},
+		{"position", INT8OID, true}, {"blocked_at", INT8OID, false},
+		{"parked_count", INT8OID, true}, {"parked_lowest", INT8OID, true},
+		{"parked_highest", INT8OID, true}},
 		.checks = {"positions_position_check"}
 	},
 	[OWNED_PARKED] = {
@@ -153,7 +157,9 @@ static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
 		.cols = {{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
 		{"seq", INT8OID, true}, {"payload", JSONBOID, false},
 		{"parked_at", TIMESTAMPTZOID, true}},
-		.checks = {"parked_seq_check"}
+		.checks = {"parked_seq_check"},
+		.triggers = {"parked_inserted", "parked_updated", "parked_deleted",
+		"parked_truncated"}
 	},
 	[OWNED_GAP_REQUESTS] = {
 		.relname = "gap_requests",
@@ -458,17 +464,20 @@ static void
 check_executor_features(Relation rel, const OwnedTableDef *def, bool by_relid)
 {
 	Oid			nspid = get_namespace_oid("ordering", false);
+	Oid			internal = get_namespace_oid("ordering_internal", true);
 	TupleConstr *constr = RelationGetDescr(rel)->constr;
 
 	for (int i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
 	{
 		Trigger    *trig = &rel->trigdesc->triggers[i];
 		char	   *funcname = get_func_name(trig->tgfoid);
+		Oid			funcnsp = get_func_namespace(trig->tgfoid);
 		bool		ours = false;
 
 		for (int j = 0; !by_relid && j < lengthof(def->triggers) && def->triggers[j]; j++)
 			ours = ours || strcmp(def->triggers[j], trig->tgname) == 0;
-		ours = ours && get_func_namespace(trig->tgfoid) == nspid;
+		ours = ours && (funcnsp == nspid ||
+						(OidIsValid(internal) && funcnsp == internal));
 		if (ours)
 			continue;
 		if (funcname != NULL && strncmp(funcname, "citus_", 6) == 0)
