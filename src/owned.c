@@ -602,6 +602,21 @@ own_columns(Relation rel, const OwnedTableDef *def, TupleDesc cached,
 }
 
 /*
+ * What an OwnedRel holds besides its open table: nothing opened yet.
+ */
+static void
+owned_rel_init(OwnedRel *orel, OwnedTableId id, LOCKMODE mode)
+{
+	orel->id = id;
+	orel->pk = NULL;
+	orel->mode = mode;
+	orel->cxt = CurrentMemoryContext;
+	orel->nindexes = -1;
+	orel->indexes = NULL;
+	orel->infos = NULL;
+}
+
+/*
  * Open one of the tables with the given lock, check that we may use it, and
  * resolve what the call needs only after the lock (file header).
  */
@@ -637,11 +652,9 @@ owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel)
 										 &state->own_columns_of);
 		state->checked = true;
 	}
+	owned_rel_init(orel, id, mode);
 	orel->desc = state->own_columns != NULL ? state->own_columns :
 		RelationGetDescr(orel->rel);
-	orel->id = id;
-	orel->pk = NULL;
-	orel->mode = mode;
 }
 
 /*
@@ -695,11 +708,9 @@ owned_open_relid(OwnedTableId shape, Oid relid, LOCKMODE mode,
 		entry->own_columns = own_columns(orel->rel, &owned_defs[shape], NULL,
 										 &copied_of);
 	}
+	owned_rel_init(orel, shape, mode);
 	orel->desc = entry->own_columns != NULL ? entry->own_columns :
 		RelationGetDescr(orel->rel);
-	orel->id = shape;
-	orel->pk = NULL;
-	orel->mode = mode;
 }
 
 /*
@@ -734,6 +745,11 @@ owned_pk(OwnedRel *orel)
 void
 owned_close(OwnedRel *orel)
 {
+	for (int i = 0; i < orel->nindexes; i++)
+	{
+		ordering_index_insert_cleanup(orel->indexes[i], orel->infos[i]);
+		index_close(orel->indexes[i], NoLock);
+	}
 	if (orel->pk != NULL)
 		index_close(orel->pk, NoLock);
 	table_close(orel->rel, NoLock);
@@ -785,6 +801,43 @@ owned_columns_indexed(OwnedRel *orel, Bitmapset *columns)
 }
 
 /*
+ * Open the table's ready indexes and build their IndexInfo, once per call,
+ * as the executor's ExecOpenIndices() does once per statement: the list is
+ * read after the table's lock (owned_open), and each index is locked like
+ * the table until the transaction ends, so no index can be swapped or
+ * dropped under the call (REINDEX CONCURRENTLY waits for us).  An index
+ * that becomes ready meanwhile was being built by a CREATE or REINDEX
+ * CONCURRENTLY that waits for our transaction before its validation, which
+ * then sees our rows.
+ */
+static void
+open_indexes(OwnedRel *orel)
+{
+	List	   *list = RelationGetIndexList(orel->rel);
+	MemoryContext old = MemoryContextSwitchTo(orel->cxt);
+	ListCell   *lc;
+
+	orel->nindexes = 0;
+	orel->indexes = palloc(sizeof(Relation) * Max(list_length(list), 1));
+	orel->infos = palloc(sizeof(IndexInfo *) * Max(list_length(list), 1));
+	foreach(lc, list)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), orel->mode);
+
+		if (!idx->rd_index->indisready)
+		{
+			index_close(idx, NoLock);
+			continue;
+		}
+		orel->indexes[orel->nindexes] = idx;
+		orel->infos[orel->nindexes] = BuildIndexInfo(idx);
+		orel->nindexes++;
+	}
+	MemoryContextSwitchTo(old);
+	list_free(list);
+}
+
+/*
  * Add the entries of a heap tuple just written to the ready indexes of the
  * table that need one (file header): every index for a new row, those
  * heap_update() said for a new version (compat.h).  "changed" holds the
@@ -797,25 +850,21 @@ void
 owned_index_insert(OwnedRel *orel, HeapTuple tuple, Bitmapset *changed,
 				   OrderingIndexUpdate which)
 {
-	List	   *indexes = RelationGetIndexList(orel->rel);
 	TupleDesc	desc = orel->desc;
-	ListCell   *lc;
 
-	foreach(lc, indexes)
+	if (orel->nindexes < 0)
+		open_indexes(orel);
+	for (int n = 0; n < orel->nindexes; n++)
 	{
-		Relation	idx = index_open(lfirst_oid(lc), orel->mode);
-		IndexInfo  *info;
+		Relation	idx = orel->indexes[n];
+		IndexInfo  *info = orel->infos[n];
 		Datum		values[INDEX_MAX_KEYS];
 		bool		isnull[INDEX_MAX_KEYS];
 		bool		unchanged = changed != NULL;
 		IndexUniqueCheck check = UNIQUE_CHECK_NO;
 
-		if (!idx->rd_index->indisready || !ordering_index_needs_entry(idx, which))
-		{
-			index_close(idx, orel->mode);
+		if (!ordering_index_needs_entry(idx, which))
 			continue;
-		}
-		info = BuildIndexInfo(idx);
 		/* plain columns only (check_index): no executor state needed */
 		for (int i = 0; i < info->ii_NumIndexAttrs; i++)
 		{
@@ -829,10 +878,7 @@ owned_index_insert(OwnedRel *orel, HeapTuple tuple, Bitmapset *changed,
 			check = UNIQUE_CHECK_YES;
 		index_insert(idx, values, isnull, &tuple->t_self, orel->rel, check,
 					 unchanged, info);
-		ordering_index_insert_cleanup(idx, info);
-		index_close(idx, NoLock);
 	}
-	list_free(indexes);
 }
 
 /*

@@ -101,6 +101,10 @@ typedef struct OwnedRel
 	LOCKMODE	mode;
 	TupleDesc	desc;			/* the columns rows are read and written with:
 								 * the table's own (owned.c) */
+	MemoryContext cxt;			/* where what lives as long as the call is */
+	int			nindexes;		/* -1 until the first index entry is made */
+	Relation   *indexes;		/* the indexes that get entries, ... */
+	struct IndexInfo **infos;	/* ... and theirs, built once per call */
 } OwnedRel;
 
 /* A row of a table as a call found it */
