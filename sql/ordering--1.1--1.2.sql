@@ -732,6 +732,28 @@ BEGIN
          ORDER BY o.consumer, o.resource_id
          LIMIT $1$q$, sample)
         USING max_per_kind;
+    -- The summary of parked events kept with each position (its columns
+    -- are added in the section "Consumer speed"); -1 is "not known".
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'parked_summary_mismatch'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: the position row says %%s parked in [%%s, %%s], ordering.parked holds %%s in [%%s, %%s]',
+                                 pg_catalog.quote_literal(o.consumer), pg_catalog.quote_literal(o.resource_id),
+                                 o.parked_count, o.parked_lowest, o.parked_highest,
+                                 k.n, COALESCE(k.lowest, 0), COALESCE(k.highest, 0))
+          FROM ordering.positions o%s
+         CROSS JOIN LATERAL (SELECT pg_catalog.count(*) AS n, pg_catalog.min(p.seq) AS lowest,
+                                    pg_catalog.max(p.seq) AS highest
+                               FROM ordering.parked p
+                              WHERE p.consumer OPERATOR(pg_catalog.=) o.consumer
+                                AND p.resource_id OPERATOR(pg_catalog.=) o.resource_id) k
+         WHERE o.parked_count OPERATOR(pg_catalog.>=) 0
+           AND (o.parked_count OPERATOR(pg_catalog.<>) k.n
+                OR (k.n OPERATOR(pg_catalog.>) 0
+                    AND (o.parked_lowest OPERATOR(pg_catalog.<>) k.lowest
+                         OR o.parked_highest OPERATOR(pg_catalog.<>) k.highest)))
+         ORDER BY o.consumer, o.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
 
     -- Statistics: each gauge of ordering.stats that counts rows of a table
     -- equals that count, per consumer.  Without the library preloaded there
