@@ -1426,6 +1426,26 @@ COMMENT ON FUNCTION ordering.claim_unpublished(integer, boolean, interval) IS
 -- SQL, rows of apply_if_newer(), every row right after this update): the
 -- next deliver() of the key counts its parked events once and stores the
 -- result.  A constant default adds the columns without rewriting the table.
+--
+-- 1.1 let a DBA add a column to ordering.positions and drop it again; the
+-- dropped column keeps its place, so the new columns would come after it,
+-- where the storage layer, which reads and writes a table's own columns by
+-- position (src/owned.c), cannot use them: the extension would refuse the
+-- table at its first delivery.  Such a database is refused here instead,
+-- before anything changes, with the way out: a dump does not carry dropped
+-- columns.
+DO $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                WHERE a.attrelid OPERATOR(pg_catalog.=) 'ordering.positions'::pg_catalog.regclass
+                  AND a.attisdropped) THEN
+        RAISE EXCEPTION 'ordering.positions has a column that was added and dropped again'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Version 1.2 adds columns to the table, which would come after the dropped one.',
+                  HINT = 'Dump the database with pg_dump and restore it into a new database (a dump does not carry dropped columns), then update the extension there.';
+    END IF;
+END
+$$;
 ALTER TABLE ordering.positions
     ADD COLUMN parked_count bigint NOT NULL DEFAULT -1,
     ADD COLUMN parked_lowest bigint NOT NULL DEFAULT 0,
