@@ -14,11 +14,12 @@
 # attached table with the relay wake-up on).  --batch makes each
 # statement a 100-row multi-resource INSERT (cost then per row).
 # --consumer measures consumers instead (default all of): deliver,
-# deliver_batch, deliver_plpgsql, apply, apply_batch, apply_guarded: the
-# statements of bench/sql/deliver_ext.sql, deliver_plpgsql.sql,
-# apply_ext.sql, apply_guarded.sql and bench/batch.sh's deliver_batch and
-# apply_batch, over the stream of bench/sql/setup_consumer.sql (5,000
-# resources shuffled within blocks of 4 events each, 5% duplicates; a
+# deliver_batch, deliver_plpgsql, apply, apply_batch, apply_guarded, and
+# the floors floor, floor_batch and apply_guarded_batch: the statements of
+# bench/sql/deliver_ext.sql, deliver_plpgsql.sql, apply_ext.sql,
+# apply_guarded.sql, floor.sql and bench/batch.sh's deliver_batch,
+# apply_batch, floor_batch and apply_guarded_batch, over the stream of
+# bench/sql/setup_consumer.sql (5,000 resources shuffled within blocks of 4 events each, 5% duplicates; a
 # seeded shuffle instead of pgbench's permute; CG_RESOURCES=R for another
 # number of resources); WARM and N count events,
 # the batch variants take them 100 per statement (one transaction each),
@@ -32,6 +33,9 @@
 # deliver_dead_letter minus deliver_raise is the cost of the subtransaction
 # alone: the statements differ only in the word, while the named argument
 # costs parse analysis.
+# CG_PREPARED=1 prepares the one-event consumer statements once per session
+# and EXECUTEs them (as pgbench --protocol prepared does, plus the parsing of
+# a short EXECUTE); the batch statements stay as they are.
 # CG_KEEP=PREFIX keeps the callgrind files as PREFIX.variant (with the N
 # measured statements) and PREFIX.variant.0 (without).
 # PG_CONFIG=/path/to/pg_config counts on another PostgreSQL (test/lib.sh).
@@ -58,7 +62,7 @@ done
 if [ ${#variants[@]} -eq 0 ]; then
 	variants=(plain ordering plpgsql)
 	[ "$consumer" -eq 1 ] &&
-		variants=(deliver deliver_batch deliver_plpgsql apply apply_batch apply_guarded)
+		variants=(deliver deliver_batch deliver_plpgsql apply apply_batch apply_guarded floor floor_batch apply_guarded_batch)
 fi
 
 ensure_packages $(pg_packages) make gcc libc6-dev valgrind
@@ -93,7 +97,9 @@ statements() {
 # previous one; so the events of run "warm + N" begin with those of run
 # "warm".
 consumer_statements() {
-	awk -v v="$1" -v count="$2" -v skip="$3" -v R="${CG_RESOURCES:-5000}" 'BEGIN {
+	local prepared=0
+	[ -n "${CG_PREPARED:-}" ] && [[ "$1" != *_batch ]] && prepared=1
+	awk -v v="$1" -v count="$2" -v skip="$3" -v R="${CG_RESOURCES:-5000}" -v P="$prepared" 'BEGIN {
 		bs = R * 4; srand(42); k = 0; prev = -1; n = 0; m = 0; emitted = 0
 		while (emitted < skip + count) {
 			if (n == 0 || k >= (blk + 1) * bs) {
@@ -113,7 +119,7 @@ consumer_statements() {
 			}
 		}
 		q = "\047"
-		if (v == "deliver_batch" || v == "apply_batch") {
+		if (v == "deliver_batch" || v == "apply_batch" || v == "floor_batch" || v == "apply_guarded_batch") {
 			for (b = 0; b < m; b += 100) {
 				ids = ""; seqs = ""; ps = ""
 				for (i = b; i < b + 100 && i < m; i++) {
@@ -122,9 +128,30 @@ consumer_statements() {
 				}
 				if (v == "deliver_batch")
 					printf "SELECT * FROM ordering.deliver_batch(%sbench%s, ARRAY[%s], ARRAY[%s]::bigint[], ARRAY[%s]::jsonb[]);\n\n", q, q, ids, seqs, ps
+				else if (v == "floor_batch")
+					printf "INSERT INTO floor_positions (resource_id, position) SELECT DISTINCT ON (e.r) e.r, e.s FROM unnest(ARRAY[%s], ARRAY[%s]::bigint[]) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET position = EXCLUDED.position;\n\n", ids, seqs
+				else if (v == "apply_guarded_batch")
+					printf "INSERT INTO proj_guarded AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(ARRAY[%s], ARRAY[%s]::bigint[]) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version WHERE v.version < EXCLUDED.version;\n\n", q, q, ids, seqs
 				else
 					printf "INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(ARRAY[%s], ARRAY[%s]::bigint[]) WITH ORDINALITY AS e(r, s, ord) JOIN ordering.apply_batch(%sbench%s, ARRAY[%s], ARRAY[%s]::bigint[]) a ON a.ord = e.ord WHERE a.applied ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", q, q, ids, seqs, q, q, ids, seqs
 			}
+		} else if (P == 1) {
+			# prepared once per session, as a driver does; EXECUTE is
+			# parsed at every call, which the variants pay alike
+			if (skip == 0) {
+				if (v == "deliver")
+					print "PREPARE p(text, bigint, jsonb) AS SELECT * FROM ordering.deliver(" q "bench" q ", $1, $2, $3);\n"
+				else if (v == "deliver_plpgsql")
+					print "PREPARE p(text, bigint, jsonb) AS SELECT * FROM plpgsql_deliver($1, $2, $3);\n"
+				else if (v == "floor")
+					print "PREPARE p(text, bigint, jsonb) AS INSERT INTO floor_positions (resource_id, position) VALUES ($1, $2) ON CONFLICT (resource_id) DO UPDATE SET position = EXCLUDED.position;\n"
+				else if (v == "apply")
+					print "PREPARE p(text, bigint, jsonb) AS INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT $1, " q "p" q " || $2, $2 WHERE ordering.apply_if_newer(" q "bench" q ", $1, $2) ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n"
+				else
+					print "PREPARE p(text, bigint, jsonb) AS INSERT INTO proj_guarded AS v (resource_id, plan, version) VALUES ($1, " q "p" q " || $2, $2) ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version WHERE v.version < EXCLUDED.version;\n"
+			}
+			for (i = 0; i < m; i++)
+				printf "EXECUTE p(%s%s%s, %d, %s{\"k\": 1}%s);\n\n", q, r[i], q, s[i], q, q
 		} else
 			for (i = 0; i < m; i++) {
 				rr = q r[i] q
@@ -132,6 +159,8 @@ consumer_statements() {
 					printf "SELECT * FROM ordering.deliver(%sbench%s, %s, %d, %s{\"k\": 1}%s);\n\n", q, q, rr, s[i], q, q
 				else if (v == "deliver_plpgsql")
 					printf "SELECT * FROM plpgsql_deliver(%s, %d, %s{\"k\": 1}%s);\n\n", rr, s[i], q, q
+				else if (v == "floor")
+					printf "INSERT INTO floor_positions (resource_id, position) VALUES (%s, %d) ON CONFLICT (resource_id) DO UPDATE SET position = EXCLUDED.position;\n\n", rr, s[i]
 				else if (v == "apply")
 					printf "INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT %s, %sp%d%s, %d WHERE ordering.apply_if_newer(%sbench%s, %s, %d) ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", rr, q, s[i], q, s[i], q, q, rr, s[i]
 				else
@@ -174,6 +203,7 @@ run_one() {
 		plpgsql) table=plpgsql_outbox ;;
 		ordering_wakeup) table=wake_outbox ;;
 		deliver|deliver_batch|deliver_plpgsql|apply|apply_batch|apply_guarded) ;;
+		floor|floor_batch|apply_guarded_batch) ;;
 		deliver_handler|deliver_raise|deliver_dead_letter|deliver_positional) ;;
 		*) echo "unknown variant $v" >&2; exit 2 ;;
 	esac

@@ -87,6 +87,24 @@ VALUES ('ledger', 'a', 5, 'poison');
 SELECT * FROM ordering.check();
 ROLLBACK;
 
+-- the summary of parked events kept with a position: deliver() keeps it
+-- (no report above for 'f'), a wrong count or range is reported, and -1
+-- ("not known") never is
+BEGIN;
+SELECT pg_catalog.count(*) FROM ordering.deliver('ledger', 'f', 3, '{}');
+SELECT pg_catalog.count(*) FROM ordering.deliver('ledger', 'f', 5, '{}');
+SELECT parked_count, parked_lowest, parked_highest FROM ordering.positions
+ WHERE consumer = 'ledger' AND resource_id = 'f';
+SELECT * FROM ordering.check();
+UPDATE ordering.positions SET parked_count = 3 WHERE consumer = 'ledger' AND resource_id = 'f';
+SELECT * FROM ordering.check();
+UPDATE ordering.positions SET parked_count = 2, parked_highest = 9
+ WHERE consumer = 'ledger' AND resource_id = 'f';
+SELECT * FROM ordering.check();
+UPDATE ordering.positions SET parked_count = -1 WHERE consumer = 'ledger' AND resource_id = 'f';
+SELECT * FROM ordering.check();
+ROLLBACK;
+
 -- the block of a resource against its dead letter ('e' is blocked at 4 by
 -- its dead letter): the dead letter deleted (the resource stalls with
 -- nothing shown), the block cleared while the dead letter stays, another

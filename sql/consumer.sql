@@ -540,6 +540,62 @@ SELECT * FROM ordering.deliver('cap', 'r', 6, '{}');
 SELECT array_agg(seq ORDER BY seq) AS parked FROM ordering.parked WHERE consumer = 'cap';
 -- Each resource has its own cap.
 SELECT * FROM ordering.deliver('cap', 'other', 9, '{}');
+-- The cap is found without counting the parked events (issue 27, item 13:
+-- a descending batch used to count them all again for every event, 5,000
+-- index entries read for these 100).  100 events parked in descending order
+-- fill a cap of 100 exactly, and the primary key of ordering.parked hands
+-- out (next to) no entry while they park: the count kept with the position
+-- says how many wait.
+-- (The counts of pg_stat_get_xact_tuples_returned() may include earlier
+-- transactions not flushed yet, but none flush inside a transaction block.)
+SET ordering.max_parked_per_resource = 100;
+BEGIN;
+SELECT pg_stat_get_xact_tuples_returned(i.indexrelid) AS entries_before
+  FROM pg_index i WHERE i.indrelid = 'ordering.parked'::regclass AND i.indisprimary \gset
+SELECT count(*) AS rows FROM ordering.deliver_batch('cap', array_fill('desc'::text, ARRAY[100]),
+    ARRAY(SELECT g FROM generate_series(102, 3, -1) g)::bigint[],
+    array_fill('{}'::jsonb, ARRAY[100]));
+SELECT pg_stat_get_xact_tuples_returned(i.indexrelid) - :entries_before < 500 AS found_without_counting
+  FROM pg_index i WHERE i.indrelid = 'ordering.parked'::regclass AND i.indisprimary;
+COMMIT;
+SELECT count(*), min(seq), max(seq) FROM ordering.parked WHERE consumer = 'cap' AND resource_id = 'desc';
+SELECT parked_count, parked_lowest, parked_highest FROM ordering.positions
+ WHERE consumer = 'cap' AND resource_id = 'desc';
+-- One more is refused, below or above them, and nothing is stored.
+SELECT * FROM ordering.deliver('cap', 'desc', 2, '{}');
+\echo :SQLSTATE
+SELECT * FROM ordering.deliver('cap', 'desc', 103, '{}');
+\echo :SQLSTATE
+SELECT * FROM ordering.deliver_batch('cap', ARRAY['desc', 'desc'], ARRAY[50, 1000]::bigint[], ARRAY['{}', '{}']::jsonb[]);
+\echo :SQLSTATE
+-- A duplicate of one of them is still only a duplicate.
+SELECT * FROM ordering.deliver('cap', 'desc', 50, '{}');
+SELECT count(*) FROM ordering.parked WHERE consumer = 'cap' AND resource_id = 'desc';
+-- A drain makes room for exactly as many as it took: 1 and 2 drain 3 to 102.
+SELECT count(*), max(seq) FROM ordering.deliver_batch('cap', ARRAY['desc', 'desc'], ARRAY[1, 2]::bigint[], ARRAY['{}', '{}']::jsonb[]);
+SELECT ordering.position('cap', 'desc'),
+       (SELECT count(*) FROM ordering.parked WHERE consumer = 'cap' AND resource_id = 'desc') AS parked;
+-- Parked by SQL: the position row no longer knows how many wait (-1), and
+-- the next delivery counts them, so the cap still holds.
+INSERT INTO ordering.parked (consumer, resource_id, seq, payload)
+SELECT 'cap', 'desc', g, '{}' FROM generate_series(105, 203) g;
+SELECT parked_count FROM ordering.positions WHERE consumer = 'cap' AND resource_id = 'desc';
+SELECT * FROM ordering.deliver('cap', 'desc', 204, '{}');
+SELECT * FROM ordering.deliver('cap', 'desc', 205, '{}');
+\echo :SQLSTATE
+SELECT parked_count, parked_lowest, parked_highest FROM ordering.positions
+ WHERE consumer = 'cap' AND resource_id = 'desc';
+-- So does a DELETE by SQL, and a TRUNCATE says that nothing is parked.
+DELETE FROM ordering.parked WHERE consumer = 'cap' AND resource_id = 'desc' AND seq > 200;
+SELECT * FROM ordering.deliver('cap', 'desc', 300, '{}');
+SELECT parked_count, parked_lowest, parked_highest FROM ordering.positions
+ WHERE consumer = 'cap' AND resource_id = 'desc';
+BEGIN;
+TRUNCATE ordering.parked;
+SELECT consumer, resource_id, parked_count FROM ordering.positions
+ WHERE parked_count <> 0 ORDER BY 1, 2;
+ROLLBACK;
+DELETE FROM ordering.parked WHERE consumer = 'cap' AND resource_id = 'desc';
 RESET ordering.max_parked_per_resource;
 SELECT * FROM ordering.deliver('cap', 'r', 6, '{}');
 SELECT array_agg(seq ORDER BY seq) AS parked FROM ordering.parked

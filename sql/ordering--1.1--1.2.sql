@@ -732,6 +732,28 @@ BEGIN
          ORDER BY o.consumer, o.resource_id
          LIMIT $1$q$, sample)
         USING max_per_kind;
+    -- The summary of parked events kept with each position (its columns
+    -- are added in the section "Consumer speed"); -1 is "not known".
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'parked_summary_mismatch'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: the position row says %%s parked in [%%s, %%s], ordering.parked holds %%s in [%%s, %%s]',
+                                 pg_catalog.quote_literal(o.consumer), pg_catalog.quote_literal(o.resource_id),
+                                 o.parked_count, o.parked_lowest, o.parked_highest,
+                                 k.n, COALESCE(k.lowest, 0), COALESCE(k.highest, 0))
+          FROM ordering.positions o%s
+         CROSS JOIN LATERAL (SELECT pg_catalog.count(*) AS n, pg_catalog.min(p.seq) AS lowest,
+                                    pg_catalog.max(p.seq) AS highest
+                               FROM ordering.parked p
+                              WHERE p.consumer OPERATOR(pg_catalog.=) o.consumer
+                                AND p.resource_id OPERATOR(pg_catalog.=) o.resource_id) k
+         WHERE o.parked_count OPERATOR(pg_catalog.>=) 0
+           AND (o.parked_count OPERATOR(pg_catalog.<>) k.n
+                OR (k.n OPERATOR(pg_catalog.>) 0
+                    AND (o.parked_lowest OPERATOR(pg_catalog.<>) k.lowest
+                         OR o.parked_highest OPERATOR(pg_catalog.<>) k.highest)))
+         ORDER BY o.consumer, o.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
 
     -- Statistics: each gauge of ordering.stats that counts rows of a table
     -- equals that count, per consumer.  Without the library preloaded there
@@ -1388,6 +1410,117 @@ COMMENT ON FUNCTION ordering.claim_unpublished(integer, boolean, interval) IS
 -- ------------------------------------------------------------------------
 -- Bulk producers
 -- ------------------------------------------------------------------------
+
+-- (end of section)
+
+-- ------------------------------------------------------------------------
+-- Consumer speed
+-- ------------------------------------------------------------------------
+
+-- Each position row says how many events of its (consumer, resource) wait
+-- in ordering.parked, and the lowest and highest of their seqs, so that
+-- deliver() finds the parking cap in O(1) and reads ordering.parked only
+-- where these do not answer (src/consumer.c).  The C functions keep them
+-- exact with every write of the row that a change of the parked events goes
+-- with.  parked_count -1 means "not known" (the default: rows inserted by
+-- SQL, rows of apply_if_newer(), every row right after this update): the
+-- next deliver() of the key counts its parked events once and stores the
+-- result.  A constant default adds the columns without rewriting the table.
+--
+-- 1.1 let a DBA add a column to ordering.positions and drop it again; the
+-- dropped column keeps its place, so the new columns would come after it,
+-- where the storage layer, which reads and writes a table's own columns by
+-- position (src/owned.c), cannot use them: the extension would refuse the
+-- table at its first delivery.  Such a database is refused here instead,
+-- before anything changes, with the way out: a dump does not carry dropped
+-- columns.
+DO $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                WHERE a.attrelid OPERATOR(pg_catalog.=) 'ordering.positions'::pg_catalog.regclass
+                  AND a.attisdropped) THEN
+        RAISE EXCEPTION 'ordering.positions has a column that was added and dropped again'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Version 1.2 adds columns to the table, which would come after the dropped one.',
+                  HINT = 'Dump the database with pg_dump and restore it into a new database (a dump does not carry dropped columns), then update the extension there.';
+    END IF;
+END
+$$;
+ALTER TABLE ordering.positions
+    ADD COLUMN parked_count bigint NOT NULL DEFAULT -1,
+    ADD COLUMN parked_lowest bigint NOT NULL DEFAULT 0,
+    ADD COLUMN parked_highest bigint NOT NULL DEFAULT 0;
+COMMENT ON COLUMN ordering.positions.parked_count IS
+    'How many events of this (consumer, resource) wait in ordering.parked; -1 when not known yet (counted by the next delivery)';
+COMMENT ON COLUMN ordering.positions.parked_lowest IS
+    'The lowest seq parked for this (consumer, resource), 0 when none (meaningful when parked_count > 0)';
+COMMENT ON COLUMN ordering.positions.parked_highest IS
+    'The highest seq parked for this (consumer, resource), 0 when none (meaningful when parked_count > 0)';
+
+-- A change of ordering.parked by SQL (an operator's DELETE, a test's INSERT,
+-- pg_restore's COPY) fires no C code: these statement triggers mark the
+-- summary of every key it touched as not known, which the next deliver()
+-- recounts (TRUNCATE: nothing is parked).  The extension's own writes go
+-- below the executor and fire no trigger; they keep the summary themselves.
+-- SECURITY DEFINER: a role that may write ordering.parked need not be able
+-- to update ordering.positions.
+CREATE FUNCTION ordering_internal.parked_changed() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
+        UPDATE ordering.positions
+           SET parked_count = 0, parked_lowest = 0, parked_highest = 0
+         WHERE parked_count OPERATOR(pg_catalog.<>) 0;
+    ELSIF TG_OP OPERATOR(pg_catalog.=) 'INSERT' THEN
+        UPDATE ordering.positions p SET parked_count = -1
+          FROM (SELECT DISTINCT n.consumer, n.resource_id FROM parked_new n) c
+         WHERE p.consumer OPERATOR(pg_catalog.=) c.consumer
+           AND p.resource_id OPERATOR(pg_catalog.=) c.resource_id
+           AND p.parked_count OPERATOR(pg_catalog.<>) -1;
+    ELSIF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        UPDATE ordering.positions p SET parked_count = -1
+          FROM (SELECT DISTINCT o.consumer, o.resource_id FROM parked_old o) c
+         WHERE p.consumer OPERATOR(pg_catalog.=) c.consumer
+           AND p.resource_id OPERATOR(pg_catalog.=) c.resource_id
+           AND p.parked_count OPERATOR(pg_catalog.<>) -1;
+    ELSE
+        UPDATE ordering.positions p SET parked_count = -1
+          FROM (SELECT o.consumer, o.resource_id FROM parked_old o
+                UNION
+                SELECT n.consumer, n.resource_id FROM parked_new n) c
+         WHERE p.consumer OPERATOR(pg_catalog.=) c.consumer
+           AND p.resource_id OPERATOR(pg_catalog.=) c.resource_id
+           AND p.parked_count OPERATOR(pg_catalog.<>) -1;
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.parked_changed() IS
+    'Trigger on ordering.parked: a SQL change of parked events marks the summary of their keys in ordering.positions as not known';
+REVOKE ALL ON FUNCTION ordering_internal.parked_changed() FROM PUBLIC;
+
+-- A trigger with transition tables fires on one kind of event only.
+CREATE TRIGGER parked_inserted AFTER INSERT ON ordering.parked
+    REFERENCING NEW TABLE AS parked_new
+    FOR EACH STATEMENT EXECUTE FUNCTION ordering_internal.parked_changed();
+CREATE TRIGGER parked_updated AFTER UPDATE ON ordering.parked
+    REFERENCING OLD TABLE AS parked_old NEW TABLE AS parked_new
+    FOR EACH STATEMENT EXECUTE FUNCTION ordering_internal.parked_changed();
+CREATE TRIGGER parked_deleted AFTER DELETE ON ordering.parked
+    REFERENCING OLD TABLE AS parked_old
+    FOR EACH STATEMENT EXECUTE FUNCTION ordering_internal.parked_changed();
+CREATE TRIGGER parked_truncated AFTER TRUNCATE ON ordering.parked
+    FOR EACH STATEMENT EXECUTE FUNCTION ordering_internal.parked_changed();
+COMMENT ON TRIGGER parked_inserted ON ordering.parked IS
+    'Marks the parked-events summary of the keys an INSERT touched as not known (ordering.positions.parked_count = -1)';
+COMMENT ON TRIGGER parked_updated ON ordering.parked IS
+    'Marks the parked-events summary of the keys an UPDATE touched as not known (ordering.positions.parked_count = -1)';
+COMMENT ON TRIGGER parked_deleted ON ordering.parked IS
+    'Marks the parked-events summary of the keys a DELETE touched as not known (ordering.positions.parked_count = -1)';
+COMMENT ON TRIGGER parked_truncated ON ordering.parked IS
+    'After TRUNCATE nothing is parked: every summary in ordering.positions says so';
 
 -- (end of section)
 

@@ -50,9 +50,23 @@
  * greater than position + 1 (an event that continues the run is never
  * parked, and every move of the position drains what continues it); a
  * blocked key's parked seqs are above blocked_at, which is above the
- * position.  Hence the parked seqs are distinct values in [position + 2,
- * highest parked], and their number is at most highest - position - 1: the
- * parking cap only needs counting when that bound exceeds it.
+ * position.
+ *
+ * The summary of the parked events.  The position row also says how many
+ * events of its key are parked and the lowest and highest of their seqs
+ * (parked_count, parked_lowest, parked_highest), written with the same
+ * version of the row that the change of the parked events goes with.  So a
+ * decision reads them with the row, under the same snapshot and the same
+ * serialization, and needs ordering.parked only where they do not answer:
+ * an event that continues the run scans the parked events only when the
+ * next one is parked (to drain it), an early event looks one up only when
+ * its seq lies inside [lowest, highest] of a range with holes, and the
+ * parking cap is a comparison with the count.  parked_count -1 means "not
+ * known": a row made by SQL or by apply_if_newer(), a key whose parked rows
+ * SQL changed (the triggers on ordering.parked say so; our own writes fire
+ * no trigger), and the rare paths that would have to recount anyway (a
+ * dead letter set, a handler that failed mid-run).  The next decision on
+ * such a row counts its parked events with one scan and writes the result.
  *
  * Everything happens in the caller's transaction: a rollback restores the
  * position, the parked rows and the gap requests.
@@ -189,8 +203,20 @@ consumer_return_ready(FunctionCallInfo fcinfo, ReadyList *ready)
 }
 
 /*
- * The position and the block of a position row as found (0 and 0 for a row
- * that does not exist yet: it starts at position 0, unblocked).
+ * Make a position row's summary of the parked events say "summary".
+ */
+void
+consumer_set_summary(Datum *values, const ParkedSummary *summary)
+{
+	values[POSITIONS_PARKED_COUNT - 1] = Int64GetDatum(summary->count);
+	values[POSITIONS_PARKED_LOWEST - 1] = Int64GetDatum(summary->lowest);
+	values[POSITIONS_PARKED_HIGHEST - 1] = Int64GetDatum(summary->highest);
+}
+
+/*
+ * The position, the block and the summary of the parked events of a
+ * position row as found (0, 0 and "not known" for a row that does not exist
+ * yet: it starts at position 0, unblocked).
  */
 void
 consumer_read_position(const OwnedRow *row, Datum *values, bool *nulls,
@@ -198,17 +224,53 @@ consumer_read_position(const OwnedRow *row, Datum *values, bool *nulls,
 {
 	if (!row->found)
 	{
+		ParkedSummary unknown = {-1, 0, 0};
+
 		values[POSITIONS_POSITION - 1] = Int64GetDatum(0);
 		nulls[POSITIONS_POSITION - 1] = false;
 		nulls[POSITIONS_BLOCKED_AT - 1] = true;
+		consumer_set_summary(values, &unknown);
+		nulls[POSITIONS_PARKED_COUNT - 1] = false;
+		nulls[POSITIONS_PARKED_LOWEST - 1] = false;
+		nulls[POSITIONS_PARKED_HIGHEST - 1] = false;
 	}
 	kd->position = DatumGetInt64(values[POSITIONS_POSITION - 1]);
 	kd->blocked_at = nulls[POSITIONS_BLOCKED_AT - 1] ? 0 :
 		DatumGetInt64(values[POSITIONS_BLOCKED_AT - 1]);
+	kd->summary.count = DatumGetInt64(values[POSITIONS_PARKED_COUNT - 1]);
+	kd->summary.lowest = DatumGetInt64(values[POSITIONS_PARKED_LOWEST - 1]);
+	kd->summary.highest = DatumGetInt64(values[POSITIONS_PARKED_HIGHEST - 1]);
 	/* a block is always ahead of the position (file header) */
 	Assert(kd->blocked_at == 0 || kd->blocked_at > kd->position);
 	if (kd->ready != NULL)
 		kd->ready->n = 0;
+}
+
+/*
+ * Make sure kd->summary is known: a row that does not say (parked_count
+ * -1) has its parked events counted, with the decision snapshot, once; the
+ * decision writes the result with the row.  Assert-enabled builds check a
+ * known summary of a few events against the table.
+ */
+void
+consumer_know_parked(KeyDecision *kd)
+{
+	if (kd->summary.count < 0)
+	{
+		parked_summarize(kd->parked, kd->key, kd->snapshot, &kd->summary);
+		return;
+	}
+#ifdef USE_ASSERT_CHECKING
+	if (kd->summary.count <= 10)
+	{
+		ParkedSummary table;
+
+		parked_summarize(kd->parked, kd->key, kd->snapshot, &table);
+		Assert(table.count == kd->summary.count &&
+			   table.lowest == kd->summary.lowest &&
+			   table.highest == kd->summary.highest);
+	}
+#endif
 }
 
 /*
@@ -241,30 +303,72 @@ decide_newer(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
  * The position moves to "to": add the parked run that continues it to
  * kd->ready, and say where the position ends (kd->end), whether events stay
  * parked beyond the run (kd->beyond) and whether any were parked
- * (kd->had_parked).  One scan of ordering.parked.
+ * (kd->had_parked); kd->summary (known) becomes what remains parked.  Scans
+ * ordering.parked only when the summary says that "to + 1" may be parked,
+ * and then once.
  */
 void
 consumer_continue_run(KeyDecision *kd, int64 to)
 {
+	ParkedSummary *summary = &kd->summary;
+
+	Assert(summary->count >= 0);
 	kd->end = to;
-	kd->beyond = false;
-	if (to < PG_INT64_MAX)
+	kd->had_parked = summary->count > 0;
+	if (summary->count > 0 && summary->lowest <= to + 1 && to < PG_INT64_MAX)
+	{
+		int64		next;
+
 		kd->end = parked_read_run(kd->parked, kd->key, to + 1, kd->snapshot,
-								  kd->ready, &kd->beyond);
-	kd->had_parked = kd->end > to || kd->beyond;
+								  kd->ready, &next);
+		if (summary->lowest == to + 1)
+		{
+			summary->count -= kd->end - to;
+			summary->lowest = next;
+			if (summary->count == 0)
+				summary->highest = 0;
+		}
+		else if (kd->end > to)
+		{
+			/*
+			 * Events remain parked at or below the new position (only SQL
+			 * writes leave such): the next decision counts them again.
+			 */
+			summary->count = -1;
+			summary->lowest = summary->highest = 0;
+		}
+	}
+	kd->beyond = summary->count != 0;
+}
+
+/*
+ * Is seq, above the position, parked?  The summary answers most cases
+ * (outside [lowest, highest]: no; at either end, or the range full: yes);
+ * in between, the index does.
+ */
+static bool
+seq_parked(KeyDecision *kd, int64 seq)
+{
+	ParkedSummary *summary = &kd->summary;
+
+	if (summary->count == 0 || seq < summary->lowest || seq > summary->highest)
+		return false;
+	if (seq == summary->lowest || seq == summary->highest ||
+		summary->count == summary->highest - summary->lowest + 1)
+		return true;
+	return parked_exists(kd->parked, kd->key, seq, kd->snapshot);
 }
 
 /*
  * OwnedDecide of deliver() (file header).  Reads the parked events with the
- * same snapshot the row was found with; has no side effects but filling
- * kd->ready.
+ * same snapshot the row was found with, where the row's summary of them
+ * does not answer; has no side effects but filling kd->ready.
  */
 static OwnedVerdict
 decide_deliver(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 {
 	KeyDecision *kd = (KeyDecision *) arg;
-	int64		highest = 0;
-	bool		seq_parked;
+	ParkedSummary *summary = &kd->summary;
 
 	consumer_read_position(row, values, nulls, kd);
 	if (kd->seq <= kd->position || kd->seq == kd->blocked_at)
@@ -272,6 +376,7 @@ decide_deliver(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 		kd->plan = kd->seq < kd->position ? PLAN_STALE : PLAN_DUPLICATE;
 		return OWNED_KEEP;
 	}
+	consumer_know_parked(kd);
 #ifdef USE_ASSERT_CHECKING
 	{
 		int64		lowest;
@@ -288,36 +393,29 @@ decide_deliver(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 		parked_ready_add(kd->ready, kd->seq, kd->payload, kd->payload_isnull);
 		consumer_continue_run(kd, kd->seq);
 		values[POSITIONS_POSITION - 1] = Int64GetDatum(kd->end);
+		consumer_set_summary(values, summary);
 		return OWNED_WRITE;
 	}
 
 	/* early: a duplicate of a parked event, or to park */
-	kd->had_parked = parked_highest(kd->parked, kd->key, kd->seq,
-									kd->snapshot, &highest, &seq_parked);
-	if (seq_parked)
+	if (seq_parked(kd, kd->seq))
 	{
 		kd->plan = PLAN_DUPLICATE;
 		return OWNED_KEEP;
 	}
-
-	/*
-	 * After parking, the parked seqs are distinct values in [position + 2,
-	 * Max(highest, seq)] (file header), so their number cannot exceed the cap
-	 * unless that range is longer than the cap; only then count.
-	 */
-	if (Max(highest, kd->seq) - kd->position - 1 > ordering_max_parked_per_resource)
+	if (summary->count >= ordering_max_parked_per_resource)
 	{
-		kd->parked_now = parked_count(kd->parked, kd->key,
-									  ordering_max_parked_per_resource,
-									  kd->snapshot);
-		if (kd->parked_now >= ordering_max_parked_per_resource)
-		{
-			kd->plan = PLAN_CAP_REACHED;
-			return OWNED_KEEP;
-		}
+		kd->plan = PLAN_CAP_REACHED;
+		return OWNED_KEEP;
 	}
 	kd->plan = PLAN_PARK;
-	return OWNED_WRITE;			/* the same values: a new version */
+	if (summary->count == 0 || kd->seq < summary->lowest)
+		summary->lowest = kd->seq;
+	if (kd->seq > summary->highest)
+		summary->highest = kd->seq;
+	summary->count++;
+	consumer_set_summary(values, summary);
+	return OWNED_WRITE;
 }
 
 /*
@@ -334,9 +432,11 @@ decide_skip(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 
 	consumer_read_position(row, values, nulls, kd);
 	kd->plan = PLAN_NOTHING;
-	kd->had_parked = parked_lowest(kd->parked, kd->key, kd->snapshot, &lowest);
+	consumer_know_parked(kd);
+	kd->had_parked = kd->summary.count > 0;
 	if (!kd->had_parked)
 		return OWNED_KEEP;
+	lowest = kd->summary.lowest;
 	if (kd->blocked_at != 0 && kd->blocked_at < lowest)
 	{
 		/* the dead letter stays: skip only what is missing before it */
@@ -349,11 +449,11 @@ decide_skip(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 	else
 	{
 		kd->skipped = lowest - kd->position - 1;
-		kd->end = parked_read_run(kd->parked, kd->key, lowest, kd->snapshot,
-								  kd->ready, &kd->beyond);
+		consumer_continue_run(kd, lowest - 1);
 	}
 	kd->plan = PLAN_APPLY;
 	values[POSITIONS_POSITION - 1] = Int64GetDatum(kd->end);
+	consumer_set_summary(values, &kd->summary);
 	return OWNED_WRITE;
 }
 
@@ -365,9 +465,12 @@ static OwnedVerdict
 decide_block(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 {
 	KeyDecision *kd = (KeyDecision *) arg;
+	ParkedSummary unknown = {-1, 0, 0};
 
 	consumer_read_position(row, values, nulls, kd);
 	set_position(values, nulls, kd->seq - 1, kd->seq);
+	/* what stays parked (and what dead_letter_put parks) is counted later */
+	consumer_set_summary(values, &unknown);
 	return OWNED_WRITE;
 }
 
@@ -539,7 +642,7 @@ consumer_deliver_event(DeliverTables *tables, const char *name,
 					 errmsg("too many events parked for consumer \"%s\" and resource \"%s\"",
 							name, text_to_cstring(resource)),
 					 errdetail("Event " INT64_FORMAT " arrived at position " INT64_FORMAT ", and " INT64_FORMAT " events are parked already, the limit set by ordering.max_parked_per_resource.",
-							   seq, kd.position, kd.parked_now),
+							   seq, kd.position, kd.summary.count),
 					 errhint("Redeliver the event later, or give up on the missing events with ordering.skip_gap().")));
 			break;
 		case PLAN_PARK:

@@ -55,7 +55,7 @@ typedef struct KeyDecision
 	int64		skipped;		/* events given up */
 	bool		had_parked;
 	bool		beyond;			/* events remain parked after the run */
-	int64		parked_now;		/* PLAN_CAP_REACHED: how many are parked */
+	ParkedSummary summary;		/* the parked events: before, then after */
 	ReadyList  *ready;
 } KeyDecision;
 
@@ -84,6 +84,8 @@ extern void consumer_return_ready(FunctionCallInfo fcinfo, ReadyList *ready);
 extern void consumer_continue_run(KeyDecision *kd, int64 to);
 extern void consumer_read_position(const OwnedRow *row, Datum *values,
 								   bool *nulls, KeyDecision *kd);
+extern void consumer_know_parked(KeyDecision *kd);
+extern void consumer_set_summary(Datum *values, const ParkedSummary *summary);
 extern void consumer_decide(OwnedDecide decide, KeyDecision *kd,
 							OwnedRel *positions);
 extern int	consumer_finish_run(KeyDecision *kd, OwnedRel *positions,

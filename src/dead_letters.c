@@ -166,9 +166,13 @@ decide_dead_letter(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 		kd->plan = PLAN_BLOCKED_BELOW;
 	else
 	{
+		ParkedSummary unknown = {-1, 0, 0};
+
 		kd->plan = PLAN_BLOCK;
 		values[POSITIONS_BLOCKED_AT - 1] = Int64GetDatum(kd->seq);
 		nulls[POSITIONS_BLOCKED_AT - 1] = false;
+		/* the call may take seq out of the parked events and park another */
+		consumer_set_summary(values, &unknown);
 		return OWNED_WRITE;
 	}
 	return OWNED_KEEP;
@@ -265,15 +269,25 @@ decide_retry(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 	kd->payload_isnull = dead.isnull;
 	values[POSITIONS_BLOCKED_AT - 1] = (Datum) 0;
 	nulls[POSITIONS_BLOCKED_AT - 1] = true;
+	consumer_know_parked(kd);
 	if (dead.seq != kd->position + 1)
 	{
+		ParkedSummary *summary = &kd->summary;
+
 		kd->plan = PLAN_PARK;
+		if (summary->count == 0 || dead.seq < summary->lowest)
+			summary->lowest = dead.seq;
+		if (dead.seq > summary->highest)
+			summary->highest = dead.seq;
+		summary->count++;
+		consumer_set_summary(values, summary);
 		return OWNED_WRITE;
 	}
 	kd->plan = PLAN_APPLY;
 	parked_ready_add(kd->ready, dead.seq, dead.payload, dead.isnull);
 	consumer_continue_run(kd, dead.seq);
 	values[POSITIONS_POSITION - 1] = Int64GetDatum(kd->end);
+	consumer_set_summary(values, &kd->summary);
 	return OWNED_WRITE;
 }
 
@@ -386,8 +400,10 @@ decide_discard(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 		return OWNED_KEEP;
 	kd->plan = PLAN_APPLY;
 	kd->skipped = kd->blocked_at - kd->position;
+	consumer_know_parked(kd);
 	consumer_continue_run(kd, kd->blocked_at);
 	values[POSITIONS_POSITION - 1] = Int64GetDatum(kd->end);
+	consumer_set_summary(values, &kd->summary);
 	values[POSITIONS_BLOCKED_AT - 1] = (Datum) 0;
 	nulls[POSITIONS_BLOCKED_AT - 1] = true;
 	return OWNED_WRITE;

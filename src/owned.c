@@ -41,12 +41,14 @@
  * unlogged table (a crash would empty it: counters would restart, delivered
  * events apply again).  A table that Citus distributes carries Citus's
  * truncate trigger and is refused like any other trigger, with SQLSTATE
- * 0A000.  Each refusal's hint says how to undo the change.  Dropped columns
- * after the table's own are harmless (a column added and dropped again
- * before 1.2 refused such changes when they are made: protect.c): rows are
- * read and written with the table's own columns only, those columns read
- * as NULL.  There is no second
- * code path: a call either keeps every rule of the table or fails.  The
+ * 0A000.  The extension's own triggers (ordering.sequences_load, the four on
+ * ordering.parked, in schema ordering or ordering_internal) are there for
+ * SQL writes; this layer does itself what they would do.  Each refusal's
+ * hint says how to undo the change.  Columns added and dropped again (which
+ * 1.1 allowed; 1.2 refuses such changes when they are made: protect.c) are
+ * harmless: rows are read and written with the table's own columns only.
+ * There is no second code path: a call either keeps every rule of the
+ * table or fails.  The
  * check runs once per relcache entry: any change that could break it (a new
  * trigger, index, constraint or policy, ALTER TABLE) invalidates the entry.
  *
@@ -121,7 +123,7 @@ typedef struct OwnedColumn
 typedef struct OwnedTableDef
 {
 	const char *relname;		/* in schema "ordering" */
-	const char *triggers[2];	/* the extension's own triggers on it */
+	const char *triggers[4];	/* the extension's own triggers on it */
 	const char *checks[3];		/* its CHECK constraints, NULL-terminated */
 	OwnedColumn cols[OWNED_MAX_NATTS];
 	int			natts;
@@ -140,10 +142,12 @@ static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
 	},
 	[OWNED_POSITIONS] = {
 		.relname = "positions",
-		.natts = 4,
+		.natts = 7,
 		.nkeys = 2,
 		.cols = {{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
-		{"position", INT8OID, true}, {"blocked_at", INT8OID, false}},
+		{"position", INT8OID, true}, {"blocked_at", INT8OID, false},
+		{"parked_count", INT8OID, true}, {"parked_lowest", INT8OID, true},
+		{"parked_highest", INT8OID, true}},
 		.checks = {"positions_position_check"}
 	},
 	[OWNED_PARKED] = {
@@ -153,7 +157,9 @@ static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
 		.cols = {{"consumer", TEXTOID, true}, {"resource_id", TEXTOID, true},
 		{"seq", INT8OID, true}, {"payload", JSONBOID, false},
 		{"parked_at", TIMESTAMPTZOID, true}},
-		.checks = {"parked_seq_check"}
+		.checks = {"parked_seq_check"},
+		.triggers = {"parked_inserted", "parked_updated", "parked_deleted",
+		"parked_truncated"}
 	},
 	[OWNED_GAP_REQUESTS] = {
 		.relname = "gap_requests",
@@ -458,17 +464,20 @@ static void
 check_executor_features(Relation rel, const OwnedTableDef *def, bool by_relid)
 {
 	Oid			nspid = get_namespace_oid("ordering", false);
+	Oid			internal = get_namespace_oid("ordering_internal", true);
 	TupleConstr *constr = RelationGetDescr(rel)->constr;
 
 	for (int i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
 	{
 		Trigger    *trig = &rel->trigdesc->triggers[i];
 		char	   *funcname = get_func_name(trig->tgfoid);
+		Oid			funcnsp = get_func_namespace(trig->tgfoid);
 		bool		ours = false;
 
 		for (int j = 0; !by_relid && j < lengthof(def->triggers) && def->triggers[j]; j++)
 			ours = ours || strcmp(def->triggers[j], trig->tgname) == 0;
-		ours = ours && get_func_namespace(trig->tgfoid) == nspid;
+		ours = ours && (funcnsp == nspid ||
+						(OidIsValid(internal) && funcnsp == internal));
 		if (ours)
 			continue;
 		if (funcname != NULL && strncmp(funcname, "citus_", 6) == 0)
@@ -593,6 +602,21 @@ own_columns(Relation rel, const OwnedTableDef *def, TupleDesc cached,
 }
 
 /*
+ * What an OwnedRel holds besides its open table: nothing opened yet.
+ */
+static void
+owned_rel_init(OwnedRel *orel, OwnedTableId id, LOCKMODE mode)
+{
+	orel->id = id;
+	orel->pk = NULL;
+	orel->mode = mode;
+	orel->cxt = CurrentMemoryContext;
+	orel->nindexes = -1;
+	orel->indexes = NULL;
+	orel->infos = NULL;
+}
+
+/*
  * Open one of the tables with the given lock, check that we may use it, and
  * resolve what the call needs only after the lock (file header).
  */
@@ -628,11 +652,9 @@ owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel)
 										 &state->own_columns_of);
 		state->checked = true;
 	}
+	owned_rel_init(orel, id, mode);
 	orel->desc = state->own_columns != NULL ? state->own_columns :
 		RelationGetDescr(orel->rel);
-	orel->id = id;
-	orel->pk = NULL;
-	orel->mode = mode;
 }
 
 /*
@@ -686,11 +708,9 @@ owned_open_relid(OwnedTableId shape, Oid relid, LOCKMODE mode,
 		entry->own_columns = own_columns(orel->rel, &owned_defs[shape], NULL,
 										 &copied_of);
 	}
+	owned_rel_init(orel, shape, mode);
 	orel->desc = entry->own_columns != NULL ? entry->own_columns :
 		RelationGetDescr(orel->rel);
-	orel->id = shape;
-	orel->pk = NULL;
-	orel->mode = mode;
 }
 
 /*
@@ -725,6 +745,11 @@ owned_pk(OwnedRel *orel)
 void
 owned_close(OwnedRel *orel)
 {
+	for (int i = 0; i < orel->nindexes; i++)
+	{
+		ordering_index_insert_cleanup(orel->indexes[i], orel->infos[i]);
+		index_close(orel->indexes[i], NoLock);
+	}
 	if (orel->pk != NULL)
 		index_close(orel->pk, NoLock);
 	table_close(orel->rel, NoLock);
@@ -776,6 +801,43 @@ owned_columns_indexed(OwnedRel *orel, Bitmapset *columns)
 }
 
 /*
+ * Open the table's ready indexes and build their IndexInfo, once per call,
+ * as the executor's ExecOpenIndices() does once per statement: the list is
+ * read after the table's lock (owned_open), and each index is locked like
+ * the table until the transaction ends, so no index can be swapped or
+ * dropped under the call (REINDEX CONCURRENTLY waits for us).  An index
+ * that becomes ready meanwhile was being built by a CREATE or REINDEX
+ * CONCURRENTLY that waits for our transaction before its validation, which
+ * then sees our rows.
+ */
+static void
+open_indexes(OwnedRel *orel)
+{
+	List	   *list = RelationGetIndexList(orel->rel);
+	MemoryContext old = MemoryContextSwitchTo(orel->cxt);
+	ListCell   *lc;
+
+	orel->nindexes = 0;
+	orel->indexes = palloc(sizeof(Relation) * Max(list_length(list), 1));
+	orel->infos = palloc(sizeof(IndexInfo *) * Max(list_length(list), 1));
+	foreach(lc, list)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), orel->mode);
+
+		if (!idx->rd_index->indisready)
+		{
+			index_close(idx, NoLock);
+			continue;
+		}
+		orel->indexes[orel->nindexes] = idx;
+		orel->infos[orel->nindexes] = BuildIndexInfo(idx);
+		orel->nindexes++;
+	}
+	MemoryContextSwitchTo(old);
+	list_free(list);
+}
+
+/*
  * Add the entries of a heap tuple just written to the ready indexes of the
  * table that need one (file header): every index for a new row, those
  * heap_update() said for a new version (compat.h).  "changed" holds the
@@ -788,25 +850,21 @@ void
 owned_index_insert(OwnedRel *orel, HeapTuple tuple, Bitmapset *changed,
 				   OrderingIndexUpdate which)
 {
-	List	   *indexes = RelationGetIndexList(orel->rel);
 	TupleDesc	desc = orel->desc;
-	ListCell   *lc;
 
-	foreach(lc, indexes)
+	if (orel->nindexes < 0)
+		open_indexes(orel);
+	for (int n = 0; n < orel->nindexes; n++)
 	{
-		Relation	idx = index_open(lfirst_oid(lc), orel->mode);
-		IndexInfo  *info;
+		Relation	idx = orel->indexes[n];
+		IndexInfo  *info = orel->infos[n];
 		Datum		values[INDEX_MAX_KEYS];
 		bool		isnull[INDEX_MAX_KEYS];
 		bool		unchanged = changed != NULL;
 		IndexUniqueCheck check = UNIQUE_CHECK_NO;
 
-		if (!idx->rd_index->indisready || !ordering_index_needs_entry(idx, which))
-		{
-			index_close(idx, orel->mode);
+		if (!ordering_index_needs_entry(idx, which))
 			continue;
-		}
-		info = BuildIndexInfo(idx);
 		/* plain columns only (check_index): no executor state needed */
 		for (int i = 0; i < info->ii_NumIndexAttrs; i++)
 		{
@@ -820,10 +878,7 @@ owned_index_insert(OwnedRel *orel, HeapTuple tuple, Bitmapset *changed,
 			check = UNIQUE_CHECK_YES;
 		index_insert(idx, values, isnull, &tuple->t_self, orel->rel, check,
 					 unchanged, info);
-		ordering_index_insert_cleanup(idx, info);
-		index_close(idx, NoLock);
 	}
-	list_free(indexes);
 }
 
 /*

@@ -30,7 +30,7 @@ typedef enum OwnedTableId
 {
 	OWNED_SEQUENCES,			/* (stream, resource_id) -> last_seq */
 	OWNED_POSITIONS,			/* (consumer, resource_id) -> position,
-								 * blocked_at */
+								 * blocked_at, parked summary */
 	OWNED_PARKED,				/* (consumer, resource_id, seq) -> payload,
 								 * parked_at */
 	OWNED_GAP_REQUESTS,			/* (consumer, resource_id) -> the open gap */
@@ -48,6 +48,9 @@ typedef enum OwnedTableId
 #define POSITIONS_RESOURCE		2
 #define POSITIONS_POSITION		3
 #define POSITIONS_BLOCKED_AT	4
+#define POSITIONS_PARKED_COUNT	5
+#define POSITIONS_PARKED_LOWEST	6
+#define POSITIONS_PARKED_HIGHEST	7
 
 #define PARKED_CONSUMER			1
 #define PARKED_RESOURCE			2
@@ -98,6 +101,10 @@ typedef struct OwnedRel
 	LOCKMODE	mode;
 	TupleDesc	desc;			/* the columns rows are read and written with:
 								 * the table's own (owned.c) */
+	MemoryContext cxt;			/* where what lives as long as the call is */
+	int			nindexes;		/* -1 until the first index entry is made */
+	Relation   *indexes;		/* the indexes that get entries, ... */
+	struct IndexInfo **infos;	/* ... and theirs, built once per call */
 } OwnedRel;
 
 /* A row of a table as a call found it */

@@ -40,9 +40,6 @@
 
 #include "parked.h"
 
-/* How many rows parked_highest() walks down before it asks the index */
-#define PARKED_WALK		4
-
 /*
  * Append an event to the list.
  */
@@ -93,39 +90,6 @@ parked_lowest(OwnedRel *parked, const Datum *key, Snapshot snapshot,
 }
 
 /*
- * The highest parked seq of a key, and whether "seq" is parked too; false if
- * nothing is parked.  The scan that finds the highest goes on down for a
- * few rows, which usually reaches "seq" (events arrive only a little out of
- * order); farther down, the index is asked.
- */
-bool
-parked_highest(OwnedRel *parked, const Datum *key, int64 seq,
-			   Snapshot snapshot, int64 *highest, bool *seq_parked)
-{
-	OwnedScan	scan;
-	bool		found;
-	bool		more;
-	int64		s = 0;
-
-	owned_scan_begin(parked, &scan, key, 2, InvalidStrategy, 0, snapshot);
-	found = more = owned_scan_next(&scan, BackwardScanDirection);
-	if (found)
-		*highest = s = scan_seq(&scan);
-	for (int steps = 0; more && s > seq && steps < PARKED_WALK; steps++)
-	{
-		more = owned_scan_next(&scan, BackwardScanDirection);
-		if (more)
-			s = scan_seq(&scan);
-	}
-	owned_scan_end(&scan);
-	if (more && s > seq)
-		*seq_parked = parked_exists(parked, key, seq, snapshot);
-	else
-		*seq_parked = more && s == seq;
-	return found;
-}
-
-/*
  * Is this seq of the key parked?
  */
 bool
@@ -143,36 +107,45 @@ parked_exists(OwnedRel *parked, const Datum *key, int64 seq,
 }
 
 /*
- * How many events of a key are parked, counting no further than limit.
+ * Count a key's parked events and find the lowest and highest of their
+ * seqs: a scan of all of them, for a key whose position row does not say
+ * (consumer.c).
  */
-int64
-parked_count(OwnedRel *parked, const Datum *key, int64 limit,
-			 Snapshot snapshot)
+void
+parked_summarize(OwnedRel *parked, const Datum *key, Snapshot snapshot,
+				 ParkedSummary *summary)
 {
 	OwnedScan	scan;
-	int64		seen = 0;
 
+	summary->count = 0;
+	summary->lowest = 0;
+	summary->highest = 0;
 	owned_scan_begin(parked, &scan, key, 2, InvalidStrategy, 0, snapshot);
-	while (seen < limit && owned_scan_next(&scan, ForwardScanDirection))
-		seen++;
+	while (owned_scan_next(&scan, ForwardScanDirection))
+	{
+		int64		seq = scan_seq(&scan);
+
+		if (summary->count++ == 0)
+			summary->lowest = seq;
+		summary->highest = seq;
+	}
 	owned_scan_end(&scan);
-	return seen;
 }
 
 /*
  * Read the parked run that starts at "from" (from, from + 1, ... while they
  * are parked), appending its events to "ready" (payloads copied into
  * ready->cxt).  Returns the last seq of the run, from - 1 if "from" is not
- * parked; *beyond tells whether events remain parked after the run.
+ * parked; *next is the lowest seq parked after the run, 0 if none.
  */
 int64
 parked_read_run(OwnedRel *parked, const Datum *key, int64 from,
-				Snapshot snapshot, ReadyList *ready, bool *beyond)
+				Snapshot snapshot, ReadyList *ready, int64 *next)
 {
 	OwnedScan	scan;
 	int64		last = from - 1;	/* from >= 1: no overflow */
 
-	*beyond = false;
+	*next = 0;
 	owned_scan_begin(parked, &scan, key, 2, BTGreaterEqualStrategyNumber,
 					 Int64GetDatum(from), snapshot);
 	while (owned_scan_next(&scan, ForwardScanDirection))
@@ -183,7 +156,7 @@ parked_read_run(OwnedRel *parked, const Datum *key, int64 from,
 
 		if (last == PG_INT64_MAX || seq != last + 1)
 		{
-			*beyond = true;		/* the run ends at a gap */
+			*next = seq;		/* the run ends at a gap */
 			break;
 		}
 		payload = slot_getattr(scan.slot, PARKED_PAYLOAD, &isnull);

@@ -5,7 +5,8 @@
  *
  * Every change to these goes with a new version of the key's row in
  * ordering.positions, written first (consumer.c): that row serializes the
- * key.  See parked.c.
+ * key, and says how many events are parked and the lowest and highest of
+ * their seqs.  See parked.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,19 +33,28 @@ typedef struct ReadyList
 	MemoryContext cxt;
 } ReadyList;
 
+/*
+ * What the position row of a key says of its parked events: how many, the
+ * lowest and highest seq (0 and 0 when none).  count -1: not known, count
+ * them (consumer.c).
+ */
+typedef struct ParkedSummary
+{
+	int64		count;
+	int64		lowest;
+	int64		highest;
+} ParkedSummary;
+
 extern void parked_ready_add(ReadyList *list, int64 seq, Datum payload,
 							 bool isnull);
 extern bool parked_lowest(OwnedRel *parked, const Datum *key,
 						  Snapshot snapshot, int64 *seq);
-extern bool parked_highest(OwnedRel *parked, const Datum *key, int64 seq,
-						   Snapshot snapshot, int64 *highest,
-						   bool *seq_parked);
 extern bool parked_exists(OwnedRel *parked, const Datum *key, int64 seq,
 						  Snapshot snapshot);
-extern int64 parked_count(OwnedRel *parked, const Datum *key, int64 limit,
-						  Snapshot snapshot);
+extern void parked_summarize(OwnedRel *parked, const Datum *key,
+							 Snapshot snapshot, ParkedSummary *summary);
 extern int64 parked_read_run(OwnedRel *parked, const Datum *key, int64 from,
-							 Snapshot snapshot, ReadyList *ready, bool *beyond);
+							 Snapshot snapshot, ReadyList *ready, int64 *next);
 extern void parked_insert(OwnedRel *parked, const Datum *key, int64 seq,
 						  Datum payload, bool isnull);
 extern void parked_settle_gap(const Datum *key, int64 position,

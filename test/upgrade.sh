@@ -45,6 +45,7 @@ V11_COMMIT=364b7e8
 REGRESS_DB=contrib_regression
 STATE_DB=upgrade_state
 FRESH_DB=upgrade_fresh
+DAMAGED_DB=upgrade_damaged
 
 if [ "$PG_MAJOR" = 15 ]; then
 	versions="1.0 1.1"
@@ -149,6 +150,15 @@ for v in $versions; do
 	if [ "$v" = 1.1 ]; then
 		psql_db "$v" "$STATE_DB" -f "$SANDBOX/src/test/upgrade/fill11.sql" >/dev/null
 	fi
+	if [ "$v" = 1.1 ]; then
+		# a column added to ordering.positions and dropped again, which 1.1
+		# allowed: the update refuses it (step 2)
+		psql_db "$v" postgres -c "CREATE DATABASE $DAMAGED_DB TEMPLATE template0"
+		psql_db "$v" "$DAMAGED_DB" -c "CREATE EXTENSION ordering VERSION '$v'" \
+			-c "SELECT ordering.deliver('c', 'r', 1, '{}')" \
+			-c "ALTER TABLE ordering.positions ADD COLUMN note text" \
+			-c "ALTER TABLE ordering.positions DROP COLUMN note" >/dev/null
+	fi
 	server "$v" stop
 done
 
@@ -169,6 +179,26 @@ for v in $versions; do
 	done
 	echo "upgrade: both databases updated from $v to $cur_version"
 done
+
+# A 1.1 database whose ordering.positions had a column added and dropped
+# again: the update refuses it and changes nothing; the way its hint gives
+# (a dump restored into a new database) updates, keeping the position.
+if [[ " $versions " == *" 1.1 "* ]]; then
+	if out=$(psql_db 1.1 "$DAMAGED_DB" -c "ALTER EXTENSION ordering UPDATE" 2>&1); then
+		echo "upgrade: $DAMAGED_DB (a column dropped from ordering.positions) was updated" >&2
+		false
+	fi
+	grep -q 'ordering.positions has a column that was added and dropped again' <<<"$out"
+	got=$(psql_db 1.1 "$DAMAGED_DB" -Atc "SELECT extversion FROM pg_extension WHERE extname = 'ordering'")
+	[ "$got" = 1.1 ]
+	psql_db 1.1 postgres -c "CREATE DATABASE ${DAMAGED_DB}_restored TEMPLATE template0"
+	as_postgres pg_dump -h "$(sock 1.1)" -d "$DAMAGED_DB" |
+		psql_db 1.1 "${DAMAGED_DB}_restored" >/dev/null
+	psql_db 1.1 "${DAMAGED_DB}_restored" -c "ALTER EXTENSION ordering UPDATE"
+	got=$(psql_db 1.1 "${DAMAGED_DB}_restored" -Atc "SELECT count(*) FROM ordering.deliver('c', 'r', 2, '{}')")
+	[ "$got" = 1 ]
+	echo "upgrade: a dropped column of ordering.positions refuses the update; dumped and restored, it updates"
+fi
 
 # 3. The same schema as a fresh install
 first=${versions%% *}
