@@ -1395,6 +1395,912 @@ COMMENT ON FUNCTION ordering.claim_unpublished(integer, boolean, interval) IS
 -- Citus: producers
 -- ------------------------------------------------------------------------
 
+-- A table that Citus distributes by hash on its resource column gets, at
+-- ordering.attach(), a counter table of its own, shaped like
+-- ordering.sequences and co-located with it, so that each counter shard
+-- lives, moves and splits with the shard whose rows it counts.  Its name
+-- follows from the stream alone, so that every node can name it; the
+-- sequencing trigger carries it as a fourth argument, which Citus copies to
+-- every shard.  src/citus.c says how a shard finds its counter shard and why
+-- every rule of one node still holds; docs/citus.md is the user's side.
+
+-- The counter table of a stream, in schema ordering_internal (src/citus.c
+-- computes the same name).
+CREATE FUNCTION ordering_internal.counter_table_name(stream text) RETURNS name
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+SELECT ('sequences_' OPERATOR(pg_catalog.||)
+        pg_catalog.left(pg_catalog.md5($1), 16))::pg_catalog.name
+$$;
+COMMENT ON FUNCTION ordering_internal.counter_table_name(text) IS
+    'Name of the counter table, in schema ordering_internal, of a stream distributed by Citus';
+
+-- The counter table of a stream distributed by Citus, or NULL.
+CREATE FUNCTION ordering_internal.distributed_counters(stream text) RETURNS regclass
+    LANGUAGE sql STABLE STRICT
+    AS $$
+SELECT c.oid::pg_catalog.regclass
+  FROM pg_catalog.pg_class c
+ WHERE c.relnamespace OPERATOR(pg_catalog.=) 'ordering_internal'::pg_catalog.regnamespace
+   AND c.relname OPERATOR(pg_catalog.=) ordering_internal.counter_table_name($1)
+   AND pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL
+$$;
+COMMENT ON FUNCTION ordering_internal.distributed_counters(text) IS
+    'The counter table of a stream distributed by Citus, NULL for a stream counted in ordering.sequences';
+
+-- How Citus manages a table: NULL if it does not (or Citus is not here).
+-- Dynamic SQL: the Citus catalogs exist only where Citus is installed.
+CREATE FUNCTION ordering_internal.citus_distribution(tbl regclass,
+                                                     OUT partmethod text,
+                                                     OUT repmodel text,
+                                                     OUT colocationid integer,
+                                                     OUT distribution_column text,
+                                                     OUT on_coordinator boolean)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN;
+    END IF;
+    EXECUTE $q$
+        SELECT p.partmethod::pg_catalog.text, p.repmodel::pg_catalog.text, p.colocationid,
+               pg_catalog.column_to_column_name(p.logicalrelid, p.partkey),
+               COALESCE((SELECT g.groupid OPERATOR(pg_catalog.=) 0
+                           FROM pg_catalog.pg_dist_local_group g), true)
+          FROM pg_catalog.pg_dist_partition p
+         WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1$q$
+       INTO partmethod, repmodel, colocationid, distribution_column, on_coordinator
+       USING tbl;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.citus_distribution(regclass) IS
+    'How Citus distributes a table (pg_dist_partition); all NULL for a table Citus does not manage';
+
+-- attach(): may the table be sequenced as a distributed stream?  True if
+-- Citus distributes it as we need, false if Citus does not manage it (it is
+-- then sequenced like any local table); every other shape is refused with
+-- 0A000 and a hint, before anything is created.
+CREATE FUNCTION ordering_internal.citus_attach_check(tbl regclass, resource_column name)
+    RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    d record;
+    restype pg_catalog.regtype;
+    hint text;
+BEGIN
+    SELECT * INTO d FROM ordering_internal.citus_distribution(tbl);
+    IF d.partmethod IS NULL THEN
+        RETURN false;
+    END IF;
+    hint := pg_catalog.format(
+        'Distribute it by hash on its resource column: SELECT create_distributed_table(%L, %L) (after undistribute_table(), or alter_distributed_table(%L, distribution_column => %L)), then attach it.',
+        tbl::pg_catalog.text, resource_column, tbl::pg_catalog.text, resource_column);
+    IF NOT d.on_coordinator THEN
+        RAISE EXCEPTION 'ordering.attach() of a table that Citus manages must run on the coordinator'
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Connect to the coordinator and call it there.';
+    END IF;
+    IF d.partmethod OPERATOR(pg_catalog.=) 'n' AND d.repmodel OPERATOR(pg_catalog.=) 't' THEN
+        RAISE EXCEPTION 'relation "%" is a reference table', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A reference table is written on every node; its rows would be numbered by each node on its own.',
+                  HINT = hint;
+    END IF;
+    IF d.partmethod OPERATOR(pg_catalog.=) 'n' THEN
+        RAISE EXCEPTION 'relation "%" is managed by Citus but not distributed by a column', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Citus local tables and single-shard tables have no distribution column to co-locate counters by.',
+                  HINT = hint;
+    END IF;
+    IF d.partmethod OPERATOR(pg_catalog.<>) 'h' THEN
+        RAISE EXCEPTION 'relation "%" is distributed by % (method %)', tbl,
+            CASE d.partmethod WHEN 'a' THEN 'append' WHEN 'r' THEN 'range' ELSE 'another method' END,
+            d.partmethod
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Only hash distribution keeps every resource in one shard that counters can be co-located with.',
+                  HINT = hint;
+    END IF;
+    IF d.distribution_column IS DISTINCT FROM resource_column::pg_catalog.text THEN
+        RAISE EXCEPTION 'relation "%" is distributed by column "%", not by its resource column "%"',
+            tbl, d.distribution_column, resource_column
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'The events of one resource would be spread over shards, each with counters of its own.',
+                  HINT = hint;
+    END IF;
+    IF d.repmodel OPERATOR(pg_catalog.<>) 's' THEN
+        RAISE EXCEPTION 'relation "%" is replicated by Citus statement replication', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Each placement of a shard would number its rows on its own.',
+                  HINT = 'Distribute it with citus.shard_replication_factor = 1 (use streaming replicas for high availability).';
+    END IF;
+    SELECT a.atttypid INTO restype FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname OPERATOR(pg_catalog.=) resource_column;
+    IF restype OPERATOR(pg_catalog.<>) 'pg_catalog.text'::pg_catalog.regtype THEN
+        RAISE EXCEPTION 'resource column "%" of distributed table "%" is of type %, not text', resource_column, tbl, restype
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A distributed stream keeps its counters in a table co-located with it, keyed by the resource as text; Citus co-locates only distribution columns of the same type.',
+                  HINT = 'Distribute the table by a text resource column (a text copy of the key, say).';
+    END IF;
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.citus_attach_check(regclass, name) IS
+    'Internal to ordering.attach(): true for a table Citus distributes by hash on its text resource column, false for a table Citus does not manage; refuses every other shape (0A000)';
+
+-- The counter table of a distributed stream: made the first time the stream
+-- is attached, checked when it exists.  Its resource_id has the collation of
+-- the table's resource column (Citus co-locates only columns of one type and
+-- collation); stream is "C", like ordering.sequences.
+CREATE FUNCTION ordering_internal.citus_counter_table(tbl regclass, resource_column name,
+                                                      stream text)
+    RETURNS regclass
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    relname name := ordering_internal.counter_table_name(stream);
+    counters regclass := ordering_internal.distributed_counters(stream);
+    resource_collation text;
+    mine record;
+    theirs record;
+BEGIN
+    SELECT pg_catalog.format('%I.%I', n.nspname, c.collname) INTO resource_collation
+      FROM pg_catalog.pg_attribute a
+      JOIN pg_catalog.pg_collation c ON c.oid OPERATOR(pg_catalog.=) a.attcollation
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.collnamespace
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname OPERATOR(pg_catalog.=) resource_column;
+    IF counters IS NULL THEN
+        EXECUTE pg_catalog.format(
+            'CREATE TABLE ordering_internal.%I ('
+            '    stream text COLLATE "C" NOT NULL,'
+            '    resource_id text COLLATE %s NOT NULL,'
+            '    last_seq bigint NOT NULL CONSTRAINT %I CHECK (last_seq OPERATOR(pg_catalog.>=) 0),'
+            '    PRIMARY KEY (stream, resource_id))',
+            relname, resource_collation, relname OPERATOR(pg_catalog.||) '_last_seq_check');
+        counters := ordering_internal.distributed_counters(stream);
+        EXECUTE pg_catalog.format('COMMENT ON TABLE %s IS %L', counters,
+            pg_catalog.format('Counters of stream %s, distributed by Citus and co-located with %s (made by ordering.attach())',
+                              pg_catalog.quote_literal(stream), tbl));
+        EXECUTE 'SELECT pg_catalog.create_distributed_table($1, $2, colocate_with => $3)'
+          USING counters, 'resource_id', tbl::pg_catalog.text;
+        RETURN counters;
+    END IF;
+    -- the stream was attached before (this table, or another one)
+    SELECT * INTO mine FROM ordering_internal.citus_distribution(tbl);
+    SELECT * INTO theirs FROM ordering_internal.citus_distribution(counters);
+    IF theirs.colocationid IS DISTINCT FROM mine.colocationid
+       OR theirs.distribution_column IS DISTINCT FROM 'resource_id' THEN
+        RAISE EXCEPTION 'the counters of stream "%" are not co-located with relation "%"', stream, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = pg_catalog.format('They are in %s, which is in another co-location group.', counters),
+                  HINT = pg_catalog.format('Co-locate the table with them (SELECT alter_distributed_table(%L, colocate_with => %L)), or attach it to another stream.',
+                                           tbl::pg_catalog.text, counters::pg_catalog.text);
+    END IF;
+    RETURN counters;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.citus_counter_table(regclass, name, text) IS
+    'Internal to ordering.attach(): the counter table of a distributed stream, created and distributed co-located with the table the first time';
+
+-- The triggers of a distributed table: those of ordering.create_sequencing_triggers(),
+-- the sequencing trigger with the counter table as a fourth argument.  Citus
+-- creates triggers on a distributed table's shards only with
+-- citus.enable_unsafe_triggers on: ours are safe there (src/citus.c).
+CREATE FUNCTION ordering_internal.create_distributed_sequencing_triggers(
+        tbl regclass, resource_column name, sequence_column name, stream text,
+        counters regclass)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true);
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER ordering_sequence BEFORE INSERT ON %s FOR EACH ROW '
+        'EXECUTE FUNCTION ordering.sequence_trigger(%L, %L, %L, %L)',
+        tbl, resource_column, sequence_column, stream, counters::pg_catalog.text);
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER ordering_sequence_stored AFTER INSERT ON %s FOR EACH ROW '
+        'WHEN (ordering.sequence_stored()) '
+        'EXECUTE FUNCTION ordering.sequence_stored_trigger()',
+        tbl);
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER ordering_sequence_guard BEFORE UPDATE OR DELETE ON %s FOR EACH ROW '
+        'EXECUTE FUNCTION ordering.sequence_guard(%L, %L, %L)',
+        tbl, resource_column, sequence_column, stream);
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.create_distributed_sequencing_triggers(regclass, name, name, text, regclass) IS
+    'Internal to ordering.attach(): the three sequencing triggers of a table distributed by Citus, the sequencing trigger naming the stream''s counter table';
+
+-- Every counter of a distributed stream at least the highest number in its
+-- table (attach() of a table that holds numbers, post_restore()) and at
+-- least the stream's counters in ordering.sequences on this node (a local
+-- table attached before, then distributed and attached again).  The first
+-- statement joins co-located tables by the distribution column, so Citus
+-- runs it on each shard's node.
+CREATE FUNCTION ordering_internal.citus_raise_counters(tbl regclass, resource_column name,
+                                                       sequence_column name, stream text,
+                                                       counters regclass)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    EXECUTE pg_catalog.format(
+        'INSERT INTO %1$s AS c (stream, resource_id, last_seq) '
+        'SELECT %2$L, t.%3$I, pg_catalog.max(t.%4$I) FROM %5$s t '
+        ' WHERE t.%4$I IS NOT NULL GROUP BY t.%3$I '
+        'ON CONFLICT (stream, resource_id) DO UPDATE '
+        '   SET last_seq = GREATEST(c.last_seq, EXCLUDED.last_seq)',
+        counters, stream, resource_column, sequence_column, tbl);
+    IF EXISTS (SELECT FROM ordering.sequences s
+                WHERE s.stream OPERATOR(pg_catalog.=) citus_raise_counters.stream) THEN
+        EXECUTE pg_catalog.format(
+            'INSERT INTO %1$s AS c (stream, resource_id, last_seq) '
+            'SELECT s.stream, s.resource_id, s.last_seq FROM ordering.sequences s '
+            ' WHERE s.stream OPERATOR(pg_catalog.=) %2$L '
+            'ON CONFLICT (stream, resource_id) DO UPDATE '
+            '   SET last_seq = GREATEST(c.last_seq, EXCLUDED.last_seq)',
+            counters, stream);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.citus_raise_counters(regclass, name, name, text, regclass) IS
+    'Raises every counter of a distributed stream to the highest number in its table and to its counters in ordering.sequences';
+
+CREATE OR REPLACE FUNCTION ordering.attach(tbl regclass,
+                                           resource_column name DEFAULT 'resource_id',
+                                           sequence_column name DEFAULT 'seq',
+                                           stream text DEFAULT NULL)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    rel record;
+    seq_type regtype;
+    known_stream text;
+    generated name;
+    distributed boolean;
+    counters regclass;
+BEGIN
+    IF tbl IS NULL OR resource_column IS NULL OR sequence_column IS NULL THEN
+        RAISE EXCEPTION 'table, resource column and sequence column must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT c.relname, n.nspname, c.relkind INTO rel
+      FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+     WHERE c.oid OPERATOR(pg_catalog.=) tbl;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'relation with OID % does not exist', tbl::pg_catalog.oid
+            USING ERRCODE = 'undefined_table';
+    END IF;
+    IF rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', tbl
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                    WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+                      AND a.attname OPERATOR(pg_catalog.=) resource_column
+                      AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', resource_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    SELECT a.atttypid INTO seq_type
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname OPERATOR(pg_catalog.=) sequence_column
+       AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', sequence_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF seq_type OPERATOR(pg_catalog.<>) 'pg_catalog.int8'::pg_catalog.regtype THEN
+        RAISE EXCEPTION 'sequence column "%" of relation "%" must be of type bigint, not %',
+            sequence_column, tbl, seq_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    IF resource_column OPERATOR(pg_catalog.=) sequence_column THEN
+        RAISE EXCEPTION 'resource column and sequence column must differ'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT a.attname INTO generated
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname IN (resource_column, sequence_column)
+       AND a.attgenerated OPERATOR(pg_catalog.<>) '';
+    IF FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" is a generated column', generated, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A generated column has no value yet when the sequencing trigger runs (BEFORE INSERT).',
+                  HINT = 'Sequence a plain column; compute the generated one from it.';
+    END IF;
+    IF stream OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'stream name must not be empty'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                  AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
+        RAISE EXCEPTION 'relation "%" is already attached', tbl
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Call ordering.detach() first to change how it is sequenced.';
+    END IF;
+    -- A table that Citus distributes gets counters co-located with it (see
+    -- "Citus: producers"); any other shape Citus makes is refused here.
+    -- (only where Citus is: one node never calls into ordering_internal)
+    distributed := false;
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        distributed := ordering_internal.citus_attach_check(tbl, resource_column);
+    END IF;
+    -- Re-attaching continues the stream the table had.
+    SELECT a.stream INTO known_stream FROM ordering.attachments a
+     WHERE a.tbl OPERATOR(pg_catalog.=) attach.tbl;
+    stream := COALESCE(stream, known_stream,
+                       rel.nspname OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) rel.relname);
+    -- the trigger refuses longer ones at every insert
+    IF pg_catalog.octet_length(stream) OPERATOR(pg_catalog.>) 1024 THEN
+        RAISE EXCEPTION 'stream name is too long (at most 1024 bytes)'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF distributed THEN
+        counters := ordering_internal.citus_counter_table(tbl, resource_column, stream);
+        PERFORM ordering_internal.create_distributed_sequencing_triggers(
+            tbl, resource_column, sequence_column, stream, counters);
+        -- after the triggers, whose creation locked the table and its shards:
+        -- no row can be stored between the raise and the first number
+        PERFORM ordering_internal.citus_raise_counters(tbl, resource_column, sequence_column,
+                                                        stream, counters);
+    ELSE
+        PERFORM ordering.create_sequencing_triggers(tbl, resource_column, sequence_column, stream);
+    END IF;
+    INSERT INTO ordering.attachments AS a (tbl, stream, resource_column, sequence_column)
+    VALUES (attach.tbl, attach.stream, attach.resource_column, attach.sequence_column)
+    ON CONFLICT ON CONSTRAINT attachments_pkey DO UPDATE
+       SET stream = EXCLUDED.stream, resource_column = EXCLUDED.resource_column,
+           sequence_column = EXCLUDED.sequence_column, attached = true,
+           attached_at = pg_catalog.now();
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.detach(tbl regclass) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    was text;
+BEGIN
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'table must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                    WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                      AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
+        RAISE EXCEPTION 'relation "%" is not attached', tbl
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    -- Citus drops a distributed table's triggers on its shards too, with
+    -- this setting on (as it created them)
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        IF (ordering_internal.citus_distribution(tbl)).partmethod IS NOT NULL THEN
+            PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true);
+        END IF;
+    END IF;
+    EXECUTE pg_catalog.format('DROP TRIGGER ordering_sequence ON %s', tbl);
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_stored ON %s', tbl);
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_guard ON %s', tbl);
+    UPDATE ordering.attachments a SET attached = false
+     WHERE a.tbl OPERATOR(pg_catalog.=) detach.tbl
+    RETURNING a.stream INTO was;
+    RAISE NOTICE 'relation "%" was sequenced as stream "%"', tbl, was
+        USING DETAIL = 'Its counters are kept: ordering.attach() on this table continues the stream.';
+END
+$$;
+
+-- last_sequence() of a distributed stream: read through Citus from the node
+-- of its counter shard, as the owner of the counter table (src/citus.c;
+-- next_sequence() does the same in C).  Anyone may call it, but it answers
+-- only whoever may execute ordering.last_sequence().
+CREATE FUNCTION ordering_internal.last_distributed_sequence(stream text, resource_id text)
+    RETURNS bigint
+    LANGUAGE c STABLE STRICT
+    AS 'MODULE_PATHNAME', 'ordering_last_distributed_sequence';
+COMMENT ON FUNCTION ordering_internal.last_distributed_sequence(text, text) IS
+    'Internal to ordering.last_sequence(): the last number of a resource of a stream distributed by Citus, read on the node of its counter shard; NULL for a stream that is not distributed';
+GRANT EXECUTE ON FUNCTION ordering_internal.last_distributed_sequence(text, text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION ordering.last_sequence(stream text, resource_id text) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    seq bigint;
+BEGIN
+    -- the same errors as next_sequence()
+    IF $1 IS NULL THEN
+        RAISE EXCEPTION 'stream must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF $2 IS NULL THEN
+        RAISE EXCEPTION 'resource_id must not be null' USING ERRCODE = 'not_null_violation';
+    END IF;
+    -- a stream distributed by Citus keeps its counters next to its shards
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        seq := ordering_internal.last_distributed_sequence($1, $2);
+        IF seq IS NOT NULL THEN
+            RETURN seq;
+        END IF;
+    END IF;
+    RETURN COALESCE((SELECT s.last_seq FROM ordering.sequences s
+                      WHERE s.stream OPERATOR(pg_catalog.=) $1
+                        AND s.resource_id OPERATOR(pg_catalog.=) $2), 0);
+END
+$$;
+
+-- ordering.check() and ordering.post_restore() on the coordinator cover the
+-- distributed streams too (docs/citus.md): each is the 1.1 function with one
+-- branch added, for a table whose stream has a counter table.  The
+-- comparison joins the table and its counter table, co-located, on the
+-- distribution column: Citus runs it on every shard's node.
+CREATE FUNCTION ordering_internal.check_distributed(tbl regclass, resource_column name,
+                                                    sequence_column name, stream text,
+                                                    max_per_kind bigint)
+    RETURNS TABLE (kind text, detail text)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    counters regclass := ordering_internal.distributed_counters(stream);
+BEGIN
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'counter_behind_table'::pg_catalog.text,
+               pg_catalog.format('table %%s (stream %%s), resource %%s: highest seq %%s, counter %%s',
+                                 $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                 x.hi, COALESCE(c.last_seq::pg_catalog.text, 'missing'))
+          FROM (SELECT t.%1$I AS res, pg_catalog.max(t.%2$I) AS hi
+                  FROM %3$s t
+                 WHERE t.%2$I IS NOT NULL
+                 GROUP BY t.%1$I) x
+          LEFT JOIN %4$s c
+            ON c.resource_id OPERATOR(pg_catalog.=) x.res
+           AND c.stream OPERATOR(pg_catalog.=) $2
+         WHERE c.last_seq IS NULL OR c.last_seq OPERATOR(pg_catalog.<) x.hi
+         ORDER BY x.res
+         LIMIT $3$q$,
+        resource_column, sequence_column, tbl, counters)
+        USING tbl::pg_catalog.text, stream, max_per_kind;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.check_distributed(regclass, name, name, text, bigint) IS
+    'Internal to ordering.check(): counters of a stream distributed by Citus below the highest number in its table, on every node';
+
+CREATE OR REPLACE FUNCTION ordering.check(sample_percent double precision DEFAULT 100,
+                               max_per_kind bigint DEFAULT NULL)
+    RETURNS TABLE (kind text, detail text)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    sample text := '';
+    att record;
+    gauge record;
+    citus boolean := pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
+BEGIN
+    IF sample_percent IS NULL THEN
+        RAISE EXCEPTION 'sample_percent must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF sample_percent OPERATOR(pg_catalog.<) 0 OR sample_percent OPERATOR(pg_catalog.>) 100
+       OR sample_percent OPERATOR(pg_catalog.<>) sample_percent THEN
+        RAISE EXCEPTION 'sample_percent must be between 0 and 100, got %', sample_percent
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_per_kind OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'max_per_kind must not be negative, got %', max_per_kind
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF sample_percent OPERATOR(pg_catalog.<) 100 THEN
+        sample := pg_catalog.format(' TABLESAMPLE SYSTEM (%s)', sample_percent);
+    END IF;
+
+    -- Producer: every counter at or above the highest seq of its attached
+    -- tables (a row numbered past its counter would get its number again).
+    FOR att IN SELECT a.* FROM ordering.attached_tables a ORDER BY a.table_name::pg_catalog.text LOOP
+        IF NOT att.enabled THEN
+            kind := 'sequence_trigger_disabled';
+            detail := pg_catalog.format('table %s (stream %s): its sequencing trigger is disabled, rows inserted now get no number',
+                                        att.table_name, pg_catalog.quote_literal(att.stream));
+            RETURN NEXT;
+        END IF;
+        IF NOT pg_catalog.has_table_privilege(att.table_name, 'SELECT') THEN
+            RAISE WARNING 'table % was not checked: permission denied', att.table_name;
+            CONTINUE;
+        END IF;
+        -- a stream distributed by Citus: its counters are in its own table
+        IF citus THEN
+            IF ordering_internal.distributed_counters(att.stream) IS NOT NULL THEN
+                RETURN QUERY SELECT * FROM ordering_internal.check_distributed(
+                    att.table_name, att.resource_column, att.sequence_column, att.stream,
+                    max_per_kind);
+                CONTINUE;
+            END IF;
+        END IF;
+        -- the resource as the trigger keys it (ordering.resource_key)
+        RETURN QUERY EXECUTE pg_catalog.format($q$
+            SELECT 'counter_behind_table'::pg_catalog.text,
+                   pg_catalog.format('table %%s (stream %%s), resource %%s: highest seq %%s, counter %%s',
+                                     $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                     x.hi, COALESCE(s.last_seq::pg_catalog.text, 'missing'))
+              FROM (SELECT ordering.resource_key(t.%1$I) AS res, pg_catalog.max(t.%2$I) AS hi
+                      FROM %3$s t%4$s
+                     WHERE t.%1$I IS NOT NULL
+                     GROUP BY 1) x
+              LEFT JOIN LATERAL (SELECT q.last_seq FROM ordering.sequences q
+                                  WHERE q.stream OPERATOR(pg_catalog.=) $2
+                                    AND q.resource_id OPERATOR(pg_catalog.=) x.res
+                                  LIMIT 1) s ON true
+             WHERE s.last_seq IS NULL OR s.last_seq OPERATOR(pg_catalog.<) x.hi
+             ORDER BY x.res
+             LIMIT $3$q$,
+            att.resource_column, att.sequence_column, att.table_name, sample)
+            USING att.table_name::pg_catalog.text, att.stream, max_per_kind;
+    END LOOP;
+
+    -- Consumer: a parked event waits for a predecessor, so it lies beyond
+    -- position + 1 (at position + 1 it would have been drained).
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'parked_not_ahead'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: parked seq %%s, position %%s',
+                                 pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
+                                 p.seq, COALESCE(pos.position, 0))
+          FROM ordering.parked p%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                              LIMIT 1) pos ON true
+         WHERE p.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+         ORDER BY p.consumer, p.resource_id, p.seq
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'parked_not_drained'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: parked seq %%s is next after position %%s',
+                                 pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
+                                 p.seq, COALESCE(pos.position, 0))
+          FROM ordering.parked p%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                              LIMIT 1) pos ON true
+         WHERE p.seq OPERATOR(pg_catalog.=) (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
+         ORDER BY p.consumer, p.resource_id, p.seq
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+
+    -- Gaps: a request names a non-empty range not yet applied, in front of
+    -- events that are parked (the consumer functions delete it as soon as
+    -- the position reaches missing_to or nothing is parked any more).
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'gap_request_without_parked'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s, nothing parked',
+                                 pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                 g.missing_from, g.missing_to)
+          FROM ordering.gap_requests g%s
+          LEFT JOIN LATERAL (SELECT true AS found FROM ordering.parked p
+                              WHERE p.consumer OPERATOR(pg_catalog.=) g.consumer
+                                AND p.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                              LIMIT 1) k ON true
+         WHERE k.found IS NULL
+         ORDER BY g.consumer, g.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'gap_request_filled'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s, position %%s',
+                                 pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                 g.missing_from, g.missing_to, COALESCE(pos.position, 0))
+          FROM ordering.gap_requests g%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) g.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                              LIMIT 1) pos ON true
+         WHERE g.missing_to OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+         ORDER BY g.consumer, g.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'gap_request_empty'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s',
+                                 pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                 g.missing_from, g.missing_to)
+          FROM ordering.gap_requests g%s
+         WHERE g.missing_from OPERATOR(pg_catalog.>) g.missing_to
+         ORDER BY g.consumer, g.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+
+    -- Dead letters: the event a resource is blocked at was never applied,
+    -- and it is held as the dead letter, not parked.
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'dead_letter_not_ahead'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, position %%s',
+                                 pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                 d.seq, COALESCE(pos.position, 0))
+          FROM ordering.dead_letter_events d%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                              LIMIT 1) pos ON true
+         WHERE d.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+         ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'dead_letter_parked'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s is also parked',
+                                 pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                 d.seq)
+          FROM ordering.dead_letter_events d%s
+          JOIN LATERAL (SELECT true AS found FROM ordering.parked p
+                         WHERE p.consumer OPERATOR(pg_catalog.=) d.consumer
+                           AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                           AND p.seq OPERATOR(pg_catalog.=) d.seq
+                         LIMIT 1) k ON true
+         ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+
+    -- Statistics: each gauge of ordering.stats that counts rows of a table
+    -- equals that count, per consumer.  Without the library preloaded there
+    -- are no statistics to compare.
+    FOR gauge IN
+        SELECT v.col, v.tbl
+          FROM (VALUES ('parked_current', 'ordering.parked'),
+                       ('dead_letters_current', 'ordering.dead_letter_events')) AS v(col, tbl)
+         WHERE EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                        WHERE a.attrelid OPERATOR(pg_catalog.=) 'ordering.stats'::pg_catalog.regclass
+                          AND a.attname OPERATOR(pg_catalog.=) v.col
+                          AND NOT a.attisdropped)
+           AND pg_catalog.to_regclass(v.tbl) IS NOT NULL
+    LOOP
+        BEGIN
+            RETURN QUERY EXECUTE pg_catalog.format($q$
+                SELECT 'stats_gauge_mismatch'::pg_catalog.text,
+                       pg_catalog.format('consumer %%s: ordering.stats.%1$s is %%s, %2$s holds %%s rows',
+                                         pg_catalog.quote_literal(COALESCE(st.consumer, t.consumer)),
+                                         COALESCE(st.gauge, 0), COALESCE(t.n, 0))
+                  FROM (SELECT s.consumer, s.%1$I AS gauge FROM ordering.stats s) st
+                  FULL JOIN (SELECT r.consumer, pg_catalog.count(*) AS n
+                               FROM %2$s r GROUP BY r.consumer) t
+                    ON t.consumer OPERATOR(pg_catalog.=) st.consumer
+                 WHERE COALESCE(st.gauge, 0) OPERATOR(pg_catalog.<>) COALESCE(t.n, 0)
+                 ORDER BY 2
+                 LIMIT $1$q$, gauge.col, gauge.tbl)
+                USING max_per_kind;
+        EXCEPTION WHEN object_not_in_prerequisite_state THEN
+            EXIT;
+        END;
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.post_restore() RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    att record;
+BEGIN
+    PERFORM ordering.gap_deadline();
+    DELETE FROM ordering.attachments a
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
+                        WHERE c.oid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid);
+    -- every counter at least the highest number restored in its table
+    FOR att IN SELECT * FROM ordering.attachments x WHERE x.attached LOOP
+        -- a stream distributed by Citus: its own counter table, all nodes
+        IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+            IF ordering_internal.distributed_counters(att.stream) IS NOT NULL THEN
+                PERFORM ordering_internal.citus_raise_counters(
+                    att.tbl, att.resource_column, att.sequence_column, att.stream,
+                    ordering_internal.distributed_counters(att.stream));
+                CONTINUE;
+            END IF;
+        END IF;
+        EXECUTE pg_catalog.format(
+            'INSERT INTO ordering.sequences (stream, resource_id, last_seq) '
+            'SELECT %L, ordering.resource_key(t.%I), pg_catalog.max(t.%I) '
+            '  FROM %s t WHERE t.%I IS NOT NULL GROUP BY 2',
+            att.stream, att.resource_column, att.sequence_column, att.tbl,
+            att.sequence_column);
+    END LOOP;
+    EXECUTE pg_catalog.format('ALTER DATABASE %I RESET ordering.restoring',
+                              pg_catalog.current_database());
+    PERFORM pg_catalog.set_config('ordering.restoring', 'off', false);
+    RETURN true;
+END
+$$;
+
+-- Relays of a distributed outbox (docs/citus.md, "Relays").  Citus refuses
+-- SELECT ... FOR UPDATE SKIP LOCKED across shards, so a relay claims on one
+-- node at a time: it connects to every node that holds shards of the outbox
+-- (ordering.relay_nodes() names them), and on each claims from the shards
+-- placed there, skipping what other relays of that node hold, publishes,
+-- marks, and commits.  Each shard is claimed under its Citus metadata lock
+-- (ordering_internal.lock_shard_for_relay()), so no move or split of it
+-- completes while a relay holds rows of it, and a shard that moved away is
+-- skipped: its rows are claimed on their new node.  The outbox needs the
+-- columns id bigint and published_at timestamptz, as ordering.outbox has.
+
+CREATE FUNCTION ordering_internal.lock_shard_for_relay(outbox regclass, shardid bigint)
+    RETURNS void
+    LANGUAGE c VOLATILE STRICT
+    AS 'MODULE_PATHNAME', 'ordering_lock_shard_for_relay';
+COMMENT ON FUNCTION ordering_internal.lock_shard_for_relay(regclass, bigint) IS
+    'Internal to the relay functions: the Citus metadata lock of a shard of an outbox, in share mode, to the end of the transaction, for a caller who may update the outbox';
+GRANT EXECUTE ON FUNCTION ordering_internal.lock_shard_for_relay(regclass, bigint) TO PUBLIC;
+
+-- The shards of a distributed table placed on this node, locked for relays.
+CREATE FUNCTION ordering_internal.relay_shards(outbox regclass)
+    RETURNS TABLE (shardid bigint, shard regclass)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    sh record;
+    still boolean;
+BEGIN
+    IF (ordering_internal.citus_distribution(outbox)).partmethod IS DISTINCT FROM 'h' THEN
+        RAISE EXCEPTION 'relation "%" is not distributed by Citus', outbox
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Relays of a table on one node claim with SELECT ... FOR UPDATE SKIP LOCKED (ordering.claim_unpublished() for ordering.outbox).';
+    END IF;
+    FOR sh IN EXECUTE $q$
+        SELECT s.shardid, pg_catalog.shard_name(s.logicalrelid, s.shardid, false) AS name
+          FROM pg_catalog.pg_dist_shard s
+          JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid
+         WHERE s.logicalrelid OPERATOR(pg_catalog.=) $1
+           AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)
+         ORDER BY pg_catalog.random()$q$ USING outbox
+    LOOP
+        PERFORM ordering_internal.lock_shard_for_relay(outbox, sh.shardid);
+        -- after the lock: is it still here (not moved or split meanwhile)?
+        EXECUTE $q$
+            SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p
+                            WHERE p.shardid OPERATOR(pg_catalog.=) $1
+                              AND p.groupid OPERATOR(pg_catalog.=)
+                                  (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g))$q$
+           INTO still USING sh.shardid;
+        IF still THEN
+            shardid := sh.shardid;
+            shard := pg_catalog.to_regclass(sh.name);
+            RETURN NEXT;
+        END IF;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.relay_shards(regclass) IS
+    'Internal to the relay functions: the shards of a distributed outbox placed on this node, each locked against moves and splits to the end of the transaction';
+
+CREATE FUNCTION ordering.claim_unpublished_on_node(outbox anyelement,
+                                                   batch_size integer DEFAULT 100)
+    RETURNS SETOF anyelement
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    tbl regclass;
+    sh record;
+    wanted bigint;
+    got bigint;
+BEGIN
+    IF batch_size IS NULL THEN
+        RAISE EXCEPTION 'batch_size must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF batch_size OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'batch_size must not be negative, got %', batch_size
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT NULLIF(t.typrelid, 0)::pg_catalog.regclass INTO tbl
+      FROM pg_catalog.pg_type t
+     WHERE t.oid OPERATOR(pg_catalog.=) pg_catalog.pg_typeof(outbox);
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'outbox must be a row of the outbox table, got type %', pg_catalog.pg_typeof(outbox)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Call it as ordering.claim_unpublished_on_node(NULL::my_outbox, 100).';
+    END IF;
+    wanted := batch_size;
+    FOR sh IN SELECT * FROM ordering_internal.relay_shards(tbl) LOOP
+        EXIT WHEN wanted OPERATOR(pg_catalog.<=) 0;
+        RETURN QUERY EXECUTE pg_catalog.format(
+            'SELECT * FROM %s o WHERE o.published_at IS NULL '
+            ' ORDER BY o.id LIMIT $1 FOR UPDATE SKIP LOCKED', sh.shard)
+          USING wanted;
+        GET DIAGNOSTICS got = ROW_COUNT;
+        wanted := wanted OPERATOR(pg_catalog.-) got;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ordering.claim_unpublished_on_node(anyelement, integer) IS
+    'For relays of an outbox distributed by Citus, on each node that holds its shards: up to batch_size unpublished rows of the shards placed on this node, locked until the end of the caller''s transaction and skipped by other relays; call it as claim_unpublished_on_node(NULL::my_outbox, n)';
+REVOKE EXECUTE ON FUNCTION ordering.claim_unpublished_on_node(anyelement, integer) FROM PUBLIC;
+
+CREATE FUNCTION ordering.mark_published_on_node(outbox regclass, ids bigint[])
+    RETURNS bigint
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    sh record;
+    got bigint;
+    total bigint := 0;
+BEGIN
+    IF outbox IS NULL OR ids IS NULL THEN
+        RAISE EXCEPTION 'outbox and ids must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    FOR sh IN SELECT * FROM ordering_internal.relay_shards(outbox) LOOP
+        EXECUTE pg_catalog.format(
+            'UPDATE %s o SET published_at = pg_catalog.now() '
+            ' WHERE o.id OPERATOR(pg_catalog.=) ANY ($1) AND o.published_at IS NULL', sh.shard)
+          USING ids;
+        GET DIAGNOSTICS got = ROW_COUNT;
+        total := total OPERATOR(pg_catalog.+) got;
+    END LOOP;
+    RETURN total;
+END
+$$;
+COMMENT ON FUNCTION ordering.mark_published_on_node(regclass, bigint[]) IS
+    'For relays of an outbox distributed by Citus: stamps published_at on the rows with these ids in the shards placed on this node (those claim_unpublished_on_node() returned there); returns rows changed';
+REVOKE EXECUTE ON FUNCTION ordering.mark_published_on_node(regclass, bigint[]) FROM PUBLIC;
+
+CREATE FUNCTION ordering.relay_nodes(outbox regclass)
+    RETURNS TABLE (node_name text, node_port integer, shards bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF (ordering_internal.citus_distribution(outbox)).partmethod IS DISTINCT FROM 'h' THEN
+        RAISE EXCEPTION 'relation "%" is not distributed by Citus', outbox
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    RETURN QUERY EXECUTE $q$
+        SELECT n.nodename::pg_catalog.text, n.nodeport, pg_catalog.count(*)
+          FROM pg_catalog.pg_dist_shard s
+          JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid
+          JOIN pg_catalog.pg_dist_node n ON n.groupid OPERATOR(pg_catalog.=) p.groupid
+                                        AND n.noderole OPERATOR(pg_catalog.=) 'primary'
+         WHERE s.logicalrelid OPERATOR(pg_catalog.=) $1
+         GROUP BY 1, 2
+         ORDER BY 1, 2$q$ USING outbox;
+END
+$$;
+COMMENT ON FUNCTION ordering.relay_nodes(regclass) IS
+    'For relays of an outbox distributed by Citus: the nodes that hold its shards now, where relays claim with ordering.claim_unpublished_on_node(); ask again after moves, rebalances and new nodes';
+REVOKE EXECUTE ON FUNCTION ordering.relay_nodes(regclass) FROM PUBLIC;
+
+-- Privileges.  Every function above that is not in schema ordering is
+-- SECURITY INVOKER (it does only what its caller may do anyway) or checks
+-- its caller's rights itself (last_distributed_sequence, lock_shard_for_relay):
+-- EXECUTE for PUBLIC, so that attach(), detach(), last_sequence(), check(),
+-- post_restore() and the relay functions work for whoever may call those.
+-- On one node they never call into ordering_internal; on a Citus cluster
+-- their callers need USAGE on schema ordering_internal (docs/citus.md).
+GRANT EXECUTE ON FUNCTION ordering_internal.counter_table_name(text),
+    ordering_internal.distributed_counters(text),
+    ordering_internal.citus_distribution(regclass),
+    ordering_internal.citus_attach_check(regclass, name),
+    ordering_internal.citus_counter_table(regclass, name, text),
+    ordering_internal.create_distributed_sequencing_triggers(regclass, name, name, text, regclass),
+    ordering_internal.citus_raise_counters(regclass, name, name, text, regclass),
+    ordering_internal.check_distributed(regclass, name, name, text, bigint),
+    ordering_internal.relay_shards(regclass)
+    TO PUBLIC;
+
 -- (end of section)
 
 -- ------------------------------------------------------------------------
