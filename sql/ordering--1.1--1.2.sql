@@ -1428,9 +1428,12 @@ $$;
 COMMENT ON FUNCTION ordering_internal.distributed_counters(text) IS
     'The counter table of a stream distributed by Citus, NULL for a stream counted in ordering.sequences';
 
--- How Citus manages a table: NULL if it does not (or Citus is not here).
--- Dynamic SQL: the Citus catalogs exist only where Citus is installed.
+-- How Citus manages a table: managed false if it does not (or Citus is not
+-- here).  Dynamic SQL, through to_jsonb(): the Citus catalogs exist only
+-- where Citus is installed, and a version of them without a column we read
+-- gives NULLs (managed, but how is unknown) instead of an error.
 CREATE FUNCTION ordering_internal.citus_distribution(tbl regclass,
+                                                     OUT managed boolean,
                                                      OUT partmethod text,
                                                      OUT repmodel text,
                                                      OUT colocationid integer,
@@ -1439,23 +1442,39 @@ CREATE FUNCTION ordering_internal.citus_distribution(tbl regclass,
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
+DECLARE
+    p jsonb;
 BEGIN
+    managed := false;
     IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
         RETURN;
     END IF;
     EXECUTE $q$
-        SELECT p.partmethod::pg_catalog.text, p.repmodel::pg_catalog.text, p.colocationid,
-               pg_catalog.column_to_column_name(p.logicalrelid, p.partkey),
-               COALESCE((SELECT g.groupid OPERATOR(pg_catalog.=) 0
-                           FROM pg_catalog.pg_dist_local_group g), true)
-          FROM pg_catalog.pg_dist_partition p
+        SELECT pg_catalog.to_jsonb(p) FROM pg_catalog.pg_dist_partition p
          WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1$q$
-       INTO partmethod, repmodel, colocationid, distribution_column, on_coordinator
-       USING tbl;
+       INTO p USING tbl;
+    IF p IS NULL THEN
+        RETURN;
+    END IF;
+    managed := true;
+    partmethod := p OPERATOR(pg_catalog.->>) 'partmethod';
+    repmodel := p OPERATOR(pg_catalog.->>) 'repmodel';
+    colocationid := (p OPERATOR(pg_catalog.->>) 'colocationid')::integer;
+    IF p OPERATOR(pg_catalog.?) 'partkey'
+       AND pg_catalog.to_regprocedure('pg_catalog.column_to_column_name(regclass, text)') IS NOT NULL THEN
+        EXECUTE 'SELECT pg_catalog.column_to_column_name($1, $2)'
+           INTO distribution_column USING tbl, p OPERATOR(pg_catalog.->>) 'partkey';
+    END IF;
+    on_coordinator := true;
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_local_group') IS NOT NULL THEN
+        EXECUTE 'SELECT g.groupid OPERATOR(pg_catalog.=) 0 FROM pg_catalog.pg_dist_local_group g'
+           INTO on_coordinator;
+        on_coordinator := COALESCE(on_coordinator, true);
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION ordering_internal.citus_distribution(regclass) IS
-    'How Citus distributes a table (pg_dist_partition); all NULL for a table Citus does not manage';
+    'How Citus distributes a table (pg_dist_partition); managed false for a table Citus does not manage';
 
 -- attach(): may the table be sequenced as a distributed stream?  True if
 -- Citus distributes it as we need, false if Citus does not manage it (it is
@@ -1472,8 +1491,13 @@ DECLARE
     hint text;
 BEGIN
     SELECT * INTO d FROM ordering_internal.citus_distribution(tbl);
-    IF d.partmethod IS NULL THEN
+    IF NOT d.managed THEN
         RETURN false;
+    END IF;
+    IF d.partmethod IS NULL THEN
+        RAISE EXCEPTION 'relation "%" is distributed by Citus', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'ordering cannot read how: this version of Citus''s metadata is not one it knows.';
     END IF;
     hint := pg_catalog.format(
         'Distribute it by hash on its resource column: SELECT create_distributed_table(%L, %L) (after undistribute_table(), or alter_distributed_table(%L, distribution_column => %L)), then attach it.',
@@ -1790,7 +1814,7 @@ BEGIN
     -- Citus drops a distributed table's triggers on its shards too, with
     -- this setting on (as it created them)
     IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-        IF (ordering_internal.citus_distribution(tbl)).partmethod IS NOT NULL THEN
+        IF (ordering_internal.citus_distribution(tbl)).managed THEN
             PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true);
         END IF;
     END IF;
