@@ -38,8 +38,29 @@ r
 \echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS rows FROM copied_trigger_102008;
 SELECT count(*) AS counters FROM ordering.sequences WHERE stream = 'citus-copied';
--- five arguments: not the trigger's protocol
+-- ordering.check() reports it like any trigger attach() did not register:
+-- without Citus it is no copy that Citus made.
+SELECT ordering_internal.citus_trigger_copy('copied_trigger_102008') AS citus_copy;
+SELECT kind FROM ordering.check() WHERE detail LIKE '%copied_trigger_102008%';
+-- The registry (attach()'s attachment_register()) takes a fourth argument
+-- only when it names the stream's counter table: not this one (55000) ...
+SELECT ordering_internal.attachment_register('copied_trigger_102008', 'citus-copied',
+                                             'resource_id', 'seq');
+\echo :LAST_ERROR_SQLSTATE
+-- ... but the one attach() would have made.
 DROP TRIGGER ordering_sequence ON copied_trigger_102008;
+SELECT format('CREATE TRIGGER ordering_sequence BEFORE INSERT ON copied_trigger_102008 '
+              'FOR EACH ROW EXECUTE FUNCTION ordering.sequence_trigger(%L, %L, %L, %L)',
+              'resource_id', 'seq', 'citus-copied',
+              'ordering_internal.' || ordering_internal.counter_table_name('citus-copied')) \gexec
+SELECT ordering_internal.attachment_register('copied_trigger_102008', 'citus-copied',
+                                             'resource_id', 'seq');
+SELECT stream, resource_column, sequence_column, attached FROM ordering.attachments
+ WHERE tbl = 'copied_trigger_102008'::regclass;
+DROP TRIGGER ordering_sequence ON copied_trigger_102008;
+SELECT ordering_internal.attachment_unregister('copied_trigger_102008');
+DELETE FROM ordering.attachments WHERE tbl = 'copied_trigger_102008'::regclass;
+-- five arguments: not the trigger's protocol
 CREATE TRIGGER ordering_sequence BEFORE INSERT ON copied_trigger_102008 FOR EACH ROW
   EXECUTE FUNCTION ordering.sequence_trigger('resource_id', 'seq', 'citus-copied',
                                              'ordering_internal.sequences_0123456789abcdef', 'x');
@@ -73,9 +94,15 @@ REVOKE USAGE ON SCHEMA ordering, ordering_internal FROM regress_citus_nobody;
 DROP ROLE regress_citus_nobody;
 
 -- A producer attaches, reads and detaches a local table as in 1.1: on one
--- node nothing calls into ordering_internal, on which it has no rights.
+-- node none of the Citus functions is called.  The producer set includes
+-- the relay functions of a distributed outbox.
 CREATE ROLE regress_citus_producer;
 SELECT ordering.grant_producer('regress_citus_producer');
+SELECT p::regprocedure AS function,
+       has_function_privilege('regress_citus_producer', p, 'EXECUTE') AS producer_may
+  FROM unnest(ARRAY['ordering.claim_unpublished_on_node(anyelement, integer)',
+                    'ordering.mark_published_on_node(regclass, bigint[])',
+                    'ordering.relay_nodes(regclass)']::regprocedure[]) p;
 CREATE TABLE citus_local_outbox (id serial, resource_id text, seq bigint);
 ALTER TABLE citus_local_outbox OWNER TO regress_citus_producer;
 SET ROLE regress_citus_producer;
@@ -85,7 +112,7 @@ SELECT ordering.last_sequence('public.citus_local_outbox', 'r');
 SELECT ordering.detach('citus_local_outbox');
 RESET ROLE;
 DROP TABLE citus_local_outbox;
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ordering FROM regress_citus_producer;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ordering, ordering_internal FROM regress_citus_producer;
 REVOKE ALL ON ALL TABLES IN SCHEMA ordering FROM regress_citus_producer;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA ordering FROM regress_citus_producer;
 REVOKE USAGE ON SCHEMA ordering FROM regress_citus_producer;

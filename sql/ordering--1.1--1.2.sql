@@ -1476,6 +1476,42 @@ $$;
 COMMENT ON FUNCTION ordering_internal.citus_distribution(regclass) IS
     'How Citus distributes a table (pg_dist_partition); managed false for a table Citus does not manage';
 
+-- Is the sequencing trigger (with four arguments) of this relation one of
+-- Citus's copies: on a shard, or on a distributed table's shell on a worker?
+-- Those are vetted per insert against Citus's metadata (src/citus.c), not
+-- against ordering.attachments, which has a row only for the distributed
+-- table on the coordinator; check() and post_restore() leave them alone.
+CREATE FUNCTION ordering_internal.citus_trigger_copy(tbl regclass) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    d record;
+    shard boolean;
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_shard') IS NULL THEN
+        RETURN false;
+    END IF;
+    SELECT * INTO d FROM ordering_internal.citus_distribution(tbl);
+    IF d.managed THEN
+        RETURN NOT d.on_coordinator;
+    END IF;
+    -- a shard: named "<table>_<shard ID>" after a shard of the metadata
+    -- (by its regclass text: Citus hides shards from queries on pg_class)
+    EXECUTE $q$
+        SELECT EXISTS (
+            SELECT FROM pg_catalog.pg_dist_shard s
+             WHERE s.shardid OPERATOR(pg_catalog.=)
+                   pg_catalog.substring($1::pg_catalog.text, '_([0-9]{1,18})"?$')::pg_catalog.int8
+               AND pg_catalog.to_regclass(pg_catalog.shard_name(s.logicalrelid, s.shardid, false))
+                   OPERATOR(pg_catalog.=) $1)$q$
+       INTO shard USING tbl;
+    RETURN COALESCE(shard, false);
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.citus_trigger_copy(regclass) IS
+    'Internal to ordering.check() and ordering.post_restore(): whether a relation whose sequencing trigger names a counter table is a copy Citus made (a shard, or a shell on a worker) rather than the distributed table attach() registered';
+
 -- attach(): may the table be sequenced as a distributed stream?  True if
 -- Citus distributes it as we need, false if Citus does not manage it (it is
 -- then sequenced like any local table); every other shape is refused with
@@ -1691,7 +1727,7 @@ DECLARE
     seq_type regtype;
     known_stream text;
     generated name;
-    distributed boolean;
+    distributed boolean := false;
     counters regclass;
 BEGIN
     IF tbl IS NULL OR resource_column IS NULL OR sequence_column IS NULL THEN
@@ -1746,6 +1782,8 @@ BEGIN
                   DETAIL = 'A generated column has no value yet when the sequencing trigger runs (BEFORE INSERT).',
                   HINT = 'Sequence a plain column; compute the generated one from it.';
     END IF;
+    -- 1.2: a type whose text depends on a setting would be keyed twice
+    PERFORM ordering_internal.check_resource_type(tbl, resource_column);
     IF stream OPERATOR(pg_catalog.=) '' THEN
         RAISE EXCEPTION 'stream name must not be empty'
             USING ERRCODE = 'invalid_parameter_value';
@@ -1753,14 +1791,27 @@ BEGIN
     IF EXISTS (SELECT FROM pg_catalog.pg_trigger t
                 WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
                   AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
+        -- 1.2: triggers restored without their registry row (a schema-only
+        -- restore) have a step of their own
+        IF NOT EXISTS (SELECT FROM ordering.attachments a
+                        WHERE a.tbl OPERATOR(pg_catalog.=) attach.tbl AND a.attached)
+           AND EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                        WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                          AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence'
+                          AND t.tgparentid OPERATOR(pg_catalog.=) 0) THEN
+            RAISE EXCEPTION 'relation "%" has the sequencing triggers but is not registered in ordering.attachments', tbl
+                USING ERRCODE = 'duplicate_object',
+                      DETAIL = 'Its triggers were restored without its row of ordering.attachments (a schema-only or partial restore).',
+                      HINT = 'Call ordering.post_restore(): it registers the table with the stream its trigger names and continues its counters.';
+        END IF;
         RAISE EXCEPTION 'relation "%" is already attached', tbl
             USING ERRCODE = 'duplicate_object',
                   HINT = 'Call ordering.detach() first to change how it is sequenced.';
     END IF;
-    -- A table that Citus distributes gets counters co-located with it (see
-    -- "Citus: producers"); any other shape Citus makes is refused here.
-    -- (only where Citus is: one node never calls into ordering_internal)
-    distributed := false;
+    -- 1.2, Citus: a table distributed by hash on its resource column gets
+    -- counters co-located with it ("Citus: producers"); every other shape
+    -- Citus makes is refused with 0A000 and a hint, before anything is made
+    -- (only where Citus is: one node never calls into these functions)
     IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
         distributed := ordering_internal.citus_attach_check(tbl, resource_column);
     END IF;
@@ -1778,19 +1829,23 @@ BEGIN
         counters := ordering_internal.citus_counter_table(tbl, resource_column, stream);
         PERFORM ordering_internal.create_distributed_sequencing_triggers(
             tbl, resource_column, sequence_column, stream, counters);
-        -- after the triggers, whose creation locked the table and its shards:
-        -- no row can be stored between the raise and the first number
-        PERFORM ordering_internal.citus_raise_counters(tbl, resource_column, sequence_column,
-                                                        stream, counters);
     ELSE
         PERFORM ordering.create_sequencing_triggers(tbl, resource_column, sequence_column, stream);
     END IF;
-    INSERT INTO ordering.attachments AS a (tbl, stream, resource_column, sequence_column)
-    VALUES (attach.tbl, attach.stream, attach.resource_column, attach.sequence_column)
-    ON CONFLICT ON CONSTRAINT attachments_pkey DO UPDATE
-       SET stream = EXCLUDED.stream, resource_column = EXCLUDED.resource_column,
-           sequence_column = EXCLUDED.sequence_column, attached = true,
-           attached_at = pg_catalog.now();
+    -- the registry row: only for a caller who may use the stream (42501)
+    PERFORM ordering_internal.attachment_register(tbl, stream, resource_column,
+                                                  sequence_column);
+    -- 1.2: rows the table holds already (attached before, its counters
+    -- dropped with the extension or never restored) keep their numbers:
+    -- each resource continues after its highest.  The new triggers lock out
+    -- inserts until this transaction ends, so no row is missed.
+    IF distributed THEN
+        -- in the stream's counter table, on every shard's node
+        PERFORM ordering_internal.citus_raise_counters(tbl, resource_column, sequence_column,
+                                                        stream, counters);
+    ELSE
+        PERFORM ordering_internal.seed_counters(tbl);
+    END IF;
 END
 $$;
 
@@ -1800,6 +1855,7 @@ CREATE OR REPLACE FUNCTION ordering.detach(tbl regclass) RETURNS void
     AS $$
 DECLARE
     was text;
+    trigger_stream text;
 BEGIN
     IF tbl IS NULL THEN
         RAISE EXCEPTION 'table must not be null'
@@ -1811,8 +1867,9 @@ BEGIN
         RAISE EXCEPTION 'relation "%" is not attached', tbl
             USING ERRCODE = 'undefined_object';
     END IF;
-    -- Citus drops a distributed table's triggers on its shards too, with
-    -- this setting on (as it created them)
+    trigger_stream := (ordering_internal.sequencing_trigger(tbl)).stream;
+    -- Citus: a distributed table's triggers are dropped on its shards too
+    -- with this setting on, as attach() created them
     IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
         IF (ordering_internal.citus_distribution(tbl)).managed THEN
             PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true);
@@ -1821,9 +1878,13 @@ BEGIN
     EXECUTE pg_catalog.format('DROP TRIGGER ordering_sequence ON %s', tbl);
     EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_stored ON %s', tbl);
     EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_guard ON %s', tbl);
-    UPDATE ordering.attachments a SET attached = false
-     WHERE a.tbl OPERATOR(pg_catalog.=) detach.tbl
-    RETURNING a.stream INTO was;
+    was := ordering_internal.attachment_unregister(tbl);
+    IF was IS NULL THEN
+        -- 1.2: triggers without a registry row (a schema-only restore)
+        RAISE NOTICE 'relation "%" had the sequencing triggers of stream "%", but was not registered in ordering.attachments', tbl, trigger_stream
+            USING DETAIL = 'Its triggers are dropped; the counters of that stream are kept.';
+        RETURN;
+    END IF;
     RAISE NOTICE 'relation "%" was sequenced as stream "%"', tbl, was
         USING DETAIL = 'Its counters are kept: ordering.attach() on this table continues the stream.';
 END
@@ -1869,10 +1930,12 @@ END
 $$;
 
 -- ordering.check() and ordering.post_restore() on the coordinator cover the
--- distributed streams too (docs/citus.md): each is the 1.1 function with one
--- branch added, for a table whose stream has a counter table.  The
--- comparison joins the table and its counter table, co-located, on the
--- distribution column: Citus runs it on every shard's node.
+-- distributed streams too (docs/citus.md): each is the hardening's function
+-- (previous sections) with a branch added for a table whose stream has a
+-- counter table, and Citus's copies of the sequencing trigger (shards,
+-- shells on workers) left out of the registry checks.  The comparison joins
+-- the table and its counter table, co-located, on the distribution column:
+-- Citus runs it on every shard's node.
 CREATE FUNCTION ordering_internal.check_distributed(tbl regclass, resource_column name,
                                                     sequence_column name, stream text,
                                                     max_per_kind bigint)
@@ -1900,13 +1963,29 @@ BEGIN
          LIMIT $3$q$,
         resource_column, sequence_column, tbl, counters)
         USING tbl::pg_catalog.text, stream, max_per_kind;
+    -- grouped by the distribution column: each node counts its shards
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'seq_repeated_in_table'::pg_catalog.text,
+               pg_catalog.format('table %%s (stream %%s), resource %%s: %%s rows hold %%s numbers',
+                                 $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                 x.n, x.distinct_seqs)
+          FROM (SELECT t.%1$I AS res, pg_catalog.count(t.%2$I) AS n,
+                       pg_catalog.count(DISTINCT t.%2$I) AS distinct_seqs
+                  FROM %3$s t
+                 WHERE t.%1$I IS NOT NULL
+                 GROUP BY t.%1$I) x
+         WHERE x.n OPERATOR(pg_catalog.<>) x.distinct_seqs
+         ORDER BY x.res
+         LIMIT $3$q$,
+        resource_column, sequence_column, tbl)
+        USING tbl::pg_catalog.text, stream, max_per_kind;
 END
 $$;
 COMMENT ON FUNCTION ordering_internal.check_distributed(regclass, name, name, text, bigint) IS
-    'Internal to ordering.check(): counters of a stream distributed by Citus below the highest number in its table, on every node';
+    'Internal to ordering.check(): counters of a stream distributed by Citus below the highest number in its table, and numbers held twice by one resource, on every node';
 
 CREATE OR REPLACE FUNCTION ordering.check(sample_percent double precision DEFAULT 100,
-                               max_per_kind bigint DEFAULT NULL)
+                                          max_per_kind bigint DEFAULT NULL)
     RETURNS TABLE (kind text, detail text)
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -1915,6 +1994,8 @@ DECLARE
     sample text := '';
     att record;
     gauge record;
+    problem text;
+    seq_fn pg_catalog.regprocedure := 'ordering.sequence_trigger()';
     citus boolean := pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
 BEGIN
     IF sample_percent IS NULL THEN
@@ -1933,20 +2014,55 @@ BEGIN
         sample := pg_catalog.format(' TABLESAMPLE SYSTEM (%s)', sample_percent);
     END IF;
 
-    -- Producer: every counter at or above the highest seq of its attached
-    -- tables (a row numbered past its counter would get its number again).
-    FOR att IN SELECT a.* FROM ordering.attached_tables a ORDER BY a.table_name::pg_catalog.text LOOP
-        IF NOT att.enabled THEN
+    -- Producer, per attached table: its triggers as attach() made them,
+    -- its columns as attach() was given them, and every counter at or
+    -- above the highest seq of the table (a row numbered past its counter
+    -- would get its number again), no resource holding a number twice.
+    FOR att IN
+        SELECT a.tbl AS table_name, a.stream, a.resource_column, a.sequence_column,
+               t.tgenabled,
+               (SELECT pg_catalog.count(*) FROM pg_catalog.pg_trigger c
+                 WHERE c.tgrelid OPERATOR(pg_catalog.=) a.tbl
+                   AND c.tgname OPERATOR(pg_catalog.=) ANY ('{ordering_sequence_stored,ordering_sequence_guard}')
+                   AND c.tgenabled OPERATOR(pg_catalog.=) t.tgenabled) AS companions
+          FROM ordering.attachments a
+          LEFT JOIN pg_catalog.pg_trigger t
+            ON t.tgrelid OPERATOR(pg_catalog.=) a.tbl
+           AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence'
+           AND t.tgfoid OPERATOR(pg_catalog.=) seq_fn
+         WHERE a.attached
+         ORDER BY a.tbl::pg_catalog.text
+    LOOP
+        IF att.tgenabled IS NULL THEN
+            kind := 'sequence_trigger_missing';
+            detail := pg_catalog.format('table %s (stream %s): its sequencing trigger is missing, rows inserted now get no number',
+                                        att.table_name, pg_catalog.quote_literal(att.stream));
+            RETURN NEXT;
+        ELSIF att.tgenabled OPERATOR(pg_catalog.=) 'D' THEN
             kind := 'sequence_trigger_disabled';
             detail := pg_catalog.format('table %s (stream %s): its sequencing trigger is disabled, rows inserted now get no number',
                                         att.table_name, pg_catalog.quote_literal(att.stream));
             RETURN NEXT;
+        ELSIF att.companions OPERATOR(pg_catalog.<) 2 THEN
+            kind := 'sequence_trigger_incomplete';
+            detail := pg_catalog.format('table %s (stream %s): a companion of its sequencing trigger is missing or not enabled like it, inserts fail',
+                                        att.table_name, pg_catalog.quote_literal(att.stream));
+            RETURN NEXT;
+        END IF;
+        problem := ordering_internal.attachment_problem(att.table_name, att.resource_column,
+                                                        att.sequence_column);
+        IF problem IS NOT NULL THEN
+            kind := 'attached_table_changed';
+            detail := pg_catalog.format('table %s (stream %s): %s, inserts fail and its rows were not checked',
+                                        att.table_name, pg_catalog.quote_literal(att.stream), problem);
+            RETURN NEXT;
+            CONTINUE;
         END IF;
         IF NOT pg_catalog.has_table_privilege(att.table_name, 'SELECT') THEN
             RAISE WARNING 'table % was not checked: permission denied', att.table_name;
             CONTINUE;
         END IF;
-        -- a stream distributed by Citus: its counters are in its own table
+        -- Citus: a distributed stream's counters are in its own table
         IF citus THEN
             IF ordering_internal.distributed_counters(att.stream) IS NOT NULL THEN
                 RETURN QUERY SELECT * FROM ordering_internal.check_distributed(
@@ -1957,11 +2073,22 @@ BEGIN
         END IF;
         -- the resource as the trigger keys it (ordering.resource_key)
         RETURN QUERY EXECUTE pg_catalog.format($q$
-            SELECT 'counter_behind_table'::pg_catalog.text,
-                   pg_catalog.format('table %%s (stream %%s), resource %%s: highest seq %%s, counter %%s',
-                                     $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
-                                     x.hi, COALESCE(s.last_seq::pg_catalog.text, 'missing'))
-              FROM (SELECT ordering.resource_key(t.%1$I) AS res, pg_catalog.max(t.%2$I) AS hi
+            SELECT v.kind, v.detail FROM (
+            SELECT k.ord, x.res, k.kind,
+                   pg_catalog.row_number() OVER (PARTITION BY k.ord ORDER BY x.res) AS n,
+                   CASE k.kind
+                   WHEN 'counter_behind_table' THEN
+                       pg_catalog.format('table %%s (stream %%s), resource %%s: highest seq %%s, counter %%s',
+                                         $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                         x.hi, COALESCE(s.last_seq::pg_catalog.text, 'missing'))
+                   ELSE
+                       pg_catalog.format('table %%s (stream %%s), resource %%s: %%s rows hold %%s numbers',
+                                         $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                         x.n, x.distinct_seqs)
+                   END AS detail
+              FROM (SELECT ordering.resource_key(t.%1$I) AS res, pg_catalog.max(t.%2$I) AS hi,
+                           pg_catalog.count(t.%2$I) AS n,
+                           pg_catalog.count(DISTINCT t.%2$I) AS distinct_seqs
                       FROM %3$s t%4$s
                      WHERE t.%1$I IS NOT NULL
                      GROUP BY 1) x
@@ -1969,12 +2096,44 @@ BEGIN
                                   WHERE q.stream OPERATOR(pg_catalog.=) $2
                                     AND q.resource_id OPERATOR(pg_catalog.=) x.res
                                   LIMIT 1) s ON true
-             WHERE s.last_seq IS NULL OR s.last_seq OPERATOR(pg_catalog.<) x.hi
-             ORDER BY x.res
-             LIMIT $3$q$,
+             CROSS JOIN LATERAL (VALUES
+                   (1, 'counter_behind_table'::pg_catalog.text,
+                    s.last_seq IS NULL OR s.last_seq OPERATOR(pg_catalog.<) x.hi),
+                   (2, 'seq_repeated_in_table',
+                    x.n OPERATOR(pg_catalog.<>) x.distinct_seqs)) k(ord, kind, violated)
+             WHERE k.violated) v
+             WHERE $3 IS NULL OR v.n OPERATOR(pg_catalog.<=) $3
+             ORDER BY v.ord, v.res$q$,
             att.resource_column, att.sequence_column, att.table_name, sample)
             USING att.table_name::pg_catalog.text, att.stream, max_per_kind;
     END LOOP;
+
+    -- Producer: a sequencing trigger that attach() did not register (made
+    -- by hand, or left on a partition detached from its table) refuses
+    -- every insert (0A000).  Clones on partitions follow their table's.
+    RETURN QUERY
+    SELECT 'sequence_trigger_not_attached'::pg_catalog.text,
+           pg_catalog.format('table %s: a sequencing trigger for stream %s that ordering.attach() did not register, inserts fail',
+                             t.tgrelid::pg_catalog.regclass, pg_catalog.quote_literal(t.stream))
+      FROM (SELECT tg.tgrelid,
+                   COALESCE(args[3], n.nspname OPERATOR(pg_catalog.||) '.'
+                                     OPERATOR(pg_catalog.||) c.relname) AS stream
+              FROM pg_catalog.pg_trigger tg
+              JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) tg.tgrelid
+              JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+             CROSS JOIN LATERAL pg_catalog.string_to_array(
+                   pg_catalog.rtrim(pg_catalog.encode(tg.tgargs, 'escape'), '\000'), '\000') args
+             WHERE tg.tgfoid OPERATOR(pg_catalog.=) seq_fn
+               AND tg.tgparentid OPERATOR(pg_catalog.=) 0
+               -- Citus's copies on shards and workers (src/citus.c checks them)
+               AND (tg.tgnargs OPERATOR(pg_catalog.<) 4
+                    OR NOT ordering_internal.citus_trigger_copy(tg.tgrelid))) t
+     WHERE NOT EXISTS (SELECT FROM ordering.attachments a
+                        WHERE a.tbl OPERATOR(pg_catalog.=) t.tgrelid
+                          AND a.attached
+                          AND a.stream OPERATOR(pg_catalog.=) t.stream)
+     ORDER BY t.tgrelid::pg_catalog.regclass::pg_catalog.text
+     LIMIT max_per_kind;
 
     -- Consumer: a parked event waits for a predecessor, so it lies beyond
     -- position + 1 (at position + 1 it would have been drained).
@@ -2050,7 +2209,9 @@ BEGIN
         USING max_per_kind;
 
     -- Dead letters: the event a resource is blocked at was never applied,
-    -- and it is held as the dead letter, not parked.
+    -- it is held as the dead letter, not parked, and the resource's
+    -- position row is blocked at exactly its seq (blocked_at), which is
+    -- what makes later events wait behind it.
     RETURN QUERY EXECUTE pg_catalog.format($q$
         SELECT 'dead_letter_not_ahead'::pg_catalog.text,
                pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, position %%s',
@@ -2077,6 +2238,40 @@ BEGIN
                            AND p.seq OPERATOR(pg_catalog.=) d.seq
                          LIMIT 1) k ON true
          ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'dead_letter_not_blocking'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, but %%s',
+                                 pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                 d.seq,
+                                 CASE WHEN NOT pos.found THEN 'the resource has no position row'
+                                      WHEN pos.blocked_at IS NULL THEN 'the resource is not blocked'
+                                      ELSE pg_catalog.format('the resource is blocked at seq %%s', pos.blocked_at)
+                                 END)
+          FROM ordering.dead_letter_events d%s
+          LEFT JOIN LATERAL (SELECT true AS found, o.blocked_at FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                              LIMIT 1) pos ON true
+         WHERE pos.found IS NULL
+            OR pos.blocked_at IS DISTINCT FROM d.seq
+         ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'block_without_dead_letter'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: blocked at seq %%s, but there is no dead letter',
+                                 pg_catalog.quote_literal(o.consumer), pg_catalog.quote_literal(o.resource_id),
+                                 o.blocked_at)
+          FROM ordering.positions o%s
+          LEFT JOIN LATERAL (SELECT true AS found FROM ordering.dead_letter_events d
+                              WHERE d.consumer OPERATOR(pg_catalog.=) o.consumer
+                                AND d.resource_id OPERATOR(pg_catalog.=) o.resource_id
+                              LIMIT 1) k ON true
+         WHERE o.blocked_at IS NOT NULL
+           AND k.found IS NULL
+         ORDER BY o.consumer, o.resource_id
          LIMIT $1$q$, sample)
         USING max_per_kind;
 
@@ -2120,14 +2315,74 @@ CREATE OR REPLACE FUNCTION ordering.post_restore() RETURNS boolean
     AS $$
 DECLARE
     att record;
+    problems text[] := '{}';
 BEGIN
     PERFORM ordering.gap_deadline();
     DELETE FROM ordering.attachments a
      WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
                         WHERE c.oid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid);
+    -- Every table with a sequencing trigger (partitions have their parent's
+    -- clone) is registered as attached with the trigger's stream and
+    -- columns: one whose registry row was not restored (a schema-only
+    -- restore) is registered from its trigger, a disagreement is refused.
+    FOR att IN
+        SELECT t.tgrelid::pg_catalog.regclass AS tbl, s.resource_column,
+               s.sequence_column, s.stream, a.tbl AS registered, a.attached,
+               a.stream AS registered_stream, a.resource_column AS registered_resource,
+               a.sequence_column AS registered_sequence
+          FROM pg_catalog.pg_trigger t
+         CROSS JOIN LATERAL ordering_internal.sequencing_trigger(t.tgrelid::pg_catalog.regclass) s
+          LEFT JOIN ordering.attachments a
+            ON a.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) t.tgrelid
+         WHERE t.tgfoid OPERATOR(pg_catalog.=) 'ordering.sequence_trigger()'::pg_catalog.regprocedure
+           AND t.tgparentid OPERATOR(pg_catalog.=) 0
+           -- Citus's copies on shards and workers are not registered
+           AND (t.tgnargs OPERATOR(pg_catalog.<) 4
+                OR NOT ordering_internal.citus_trigger_copy(t.tgrelid))
+         ORDER BY t.tgrelid
+    LOOP
+        IF att.registered IS NULL THEN
+            INSERT INTO ordering.attachments (tbl, stream, resource_column, sequence_column)
+            VALUES (att.tbl, att.stream, att.resource_column, att.sequence_column);
+            RAISE NOTICE 'relation "%" registered as attached to stream "%", as its sequencing trigger says', att.tbl, att.stream;
+        ELSIF NOT att.attached THEN
+            problems := problems OPERATOR(pg_catalog.||) pg_catalog.format(
+                'relation "%s" has the sequencing trigger of stream "%s", but ordering.attachments says it is detached',
+                att.tbl, att.stream);
+        ELSIF att.registered_stream OPERATOR(pg_catalog.<>) att.stream
+           OR att.registered_resource OPERATOR(pg_catalog.<>) att.resource_column
+           OR att.registered_sequence OPERATOR(pg_catalog.<>) att.sequence_column THEN
+            problems := problems OPERATOR(pg_catalog.||) pg_catalog.format(
+                'relation "%s" has the sequencing trigger of stream "%s" on columns (%s, %s), but ordering.attachments says stream "%s" on columns (%s, %s)',
+                att.tbl, att.stream, att.resource_column, att.sequence_column,
+                att.registered_stream, att.registered_resource, att.registered_sequence);
+        END IF;
+    END LOOP;
+    FOR att IN
+        SELECT a.tbl FROM ordering.attachments a
+         WHERE a.attached
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                            WHERE t.tgrelid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid
+                              AND t.tgfoid OPERATOR(pg_catalog.=) 'ordering.sequence_trigger()'::pg_catalog.regprocedure)
+         ORDER BY a.tbl::pg_catalog.oid
+    LOOP
+        problems := problems OPERATOR(pg_catalog.||) pg_catalog.format(
+            'relation "%s" is attached in ordering.attachments, but has no sequencing trigger', att.tbl);
+    END LOOP;
+    IF pg_catalog.cardinality(problems) OPERATOR(pg_catalog.>) 0 THEN
+        RAISE EXCEPTION 'the sequencing triggers and ordering.attachments disagree on % table(s)',
+            pg_catalog.cardinality(problems)
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = pg_catalog.array_to_string(problems, E'\n'),
+                  HINT = 'Make them agree, then call ordering.post_restore() again (restore mode stays on until then): ordering.detach() drops a trigger, ordering.attach() creates the triggers of a table and continues its stream.';
+    END IF;
     -- every counter at least the highest number restored in its table
     FOR att IN SELECT * FROM ordering.attachments x WHERE x.attached LOOP
-        -- a stream distributed by Citus: its own counter table, all nodes
+        -- a table whose columns changed is named and left
+        CONTINUE WHEN NOT ordering_internal.attachment_restorable(att.tbl, att.stream,
+                                                                  att.resource_column,
+                                                                  att.sequence_column);
+        -- Citus: a distributed stream's counter table, on every node
         IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
             IF ordering_internal.distributed_counters(att.stream) IS NOT NULL THEN
                 PERFORM ordering_internal.citus_raise_counters(
@@ -2136,12 +2391,7 @@ BEGIN
                 CONTINUE;
             END IF;
         END IF;
-        EXECUTE pg_catalog.format(
-            'INSERT INTO ordering.sequences (stream, resource_id, last_seq) '
-            'SELECT %L, ordering.resource_key(t.%I), pg_catalog.max(t.%I) '
-            '  FROM %s t WHERE t.%I IS NOT NULL GROUP BY 2',
-            att.stream, att.resource_column, att.sequence_column, att.tbl,
-            att.sequence_column);
+        PERFORM ordering_internal.seed_counters(att.tbl);
     END LOOP;
     EXECUTE pg_catalog.format('ALTER DATABASE %I RESET ordering.restoring',
                               pg_catalog.current_database());
@@ -2307,13 +2557,78 @@ COMMENT ON FUNCTION ordering.relay_nodes(regclass) IS
     'For relays of an outbox distributed by Citus: the nodes that hold its shards now, where relays claim with ordering.claim_unpublished_on_node(); ask again after moves, rebalances and new nodes';
 REVOKE EXECUTE ON FUNCTION ordering.relay_nodes(regclass) FROM PUBLIC;
 
+-- The producer set gets the relay functions of a distributed outbox.
+CREATE OR REPLACE FUNCTION ordering.grant_producer(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
+        'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
+        'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
+        'ordering.wake_relays(regclass, boolean), '
+        'ordering.create_sequencing_triggers(regclass, name, name, text), '
+        'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
+        'ordering.sequence_guard(), ordering.resource_key(anyelement), '
+        'ordering.claim_unpublished(integer, boolean, interval), '
+        'ordering.wait_for_standbys(interval), '
+        'ordering.mark_published(bigint[]), ordering.republish(text, bigint, bigint), '
+        'ordering.purge_published(interval), '
+        -- reconciliation, producer side
+        'ordering.stream_summary(text, integer, text, text[]), '
+        'ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean), '
+        'ordering.count_reconciled(text, bigint, bigint, bigint), '
+        'ordering.reconcile_check_arguments(integer, text), '
+        'ordering.reconcile_check_stream(text, text[]), '
+        'ordering.reconcile_producer_resources(text, text, text[]), '
+        'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint), '
+        -- relays of an outbox distributed by Citus
+        'ordering.claim_unpublished_on_node(anyelement, integer), '
+        'ordering.mark_published_on_node(regclass, bigint[]), ordering.relay_nodes(regclass)',
+        -- the outbox is written by plain SQL (emit, relays, retention)
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.outbox',
+        'SELECT ON ordering.sequences',
+        -- attach() reads the registry; it and detach() write it through
+        -- two functions of ordering_internal, never with SQL
+        'SELECT ON ordering.attachments',
+        'EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name), '
+        'ordering_internal.attachment_unregister(regclass)');
+END
+$$;
+
+COMMENT ON FUNCTION ordering.grant_producer(regrole) IS
+    'Grants what a producer and its relays need: emit, next/last_sequence, attach/detach, wake_relays, the relay functions (claim_unpublished, wait_for_standbys, mark_published, republish, purge_published, and for an outbox distributed by Citus claim_unpublished_on_node, mark_published_on_node, relay_nodes), the producer side of reconciliation, and the outbox; read access to the counters and to the registry of attached tables, which only attach() and detach() write';
+
+-- Roles that have the producer set (EXECUTE on attach(), as 1.1 and the
+-- hardening recognize them) get them too.
+DO $$
+DECLARE
+    grantee regrole;
+BEGIN
+    FOR grantee IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.attach(regclass, name, name, text)'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        PERFORM ordering.grant_privileges(grantee,
+            'EXECUTE ON FUNCTION ordering.claim_unpublished_on_node(anyelement, integer), '
+            'ordering.mark_published_on_node(regclass, bigint[]), ordering.relay_nodes(regclass)');
+    END LOOP;
+END
+$$;
+
 -- Privileges.  Every function above that is not in schema ordering is
 -- SECURITY INVOKER (it does only what its caller may do anyway) or checks
 -- its caller's rights itself (last_distributed_sequence, lock_shard_for_relay):
 -- EXECUTE for PUBLIC, so that attach(), detach(), last_sequence(), check(),
--- post_restore() and the relay functions work for whoever may call those.
--- On one node they never call into ordering_internal; on a Citus cluster
--- their callers need USAGE on schema ordering_internal (docs/citus.md).
+-- post_restore() and the relay functions work for whoever may call those
+-- (every role has USAGE on schema ordering_internal).  On one node they
+-- never call into these functions.
 GRANT EXECUTE ON FUNCTION ordering_internal.counter_table_name(text),
     ordering_internal.distributed_counters(text),
     ordering_internal.citus_distribution(regclass),
@@ -2321,6 +2636,7 @@ GRANT EXECUTE ON FUNCTION ordering_internal.counter_table_name(text),
     ordering_internal.citus_counter_table(regclass, name, text),
     ordering_internal.create_distributed_sequencing_triggers(regclass, name, name, text, regclass),
     ordering_internal.citus_raise_counters(regclass, name, name, text, regclass),
+    ordering_internal.citus_trigger_copy(regclass),
     ordering_internal.check_distributed(regclass, name, name, text, bigint),
     ordering_internal.relay_shards(regclass)
     TO PUBLIC;

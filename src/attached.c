@@ -344,7 +344,7 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text,
 							RelationGetRelationName(rel), stream),
 					 errdetail("Only a table attached with ordering.attach(), or a partition of one, is sequenced; a copy of its trigger elsewhere (a shard of a distributed table, say) would count numbers of its own."),
 					 registered == NULL ?
-					 errhint("After a restore, call ordering.post_restore(): it registers the tables whose triggers were restored.  Otherwise call ordering.detach() and ordering.attach() on the table (a table attached before Citus distributed it needs that too).") :
+					 errhint("After a restore, call ordering.post_restore(): it registers the tables whose triggers were restored.  Otherwise call ordering.detach() and ordering.attach() on the table.") :
 					 errhint("Call ordering.detach() and ordering.attach() on the table.")));
 		/* only a table attach() registered can be attached incompletely */
 		check_companions(rel, trigger);

@@ -186,6 +186,21 @@ citus_stream_counter_table(text *stream)
 }
 
 /*
+ * Is "arg", a sequencing trigger's fourth argument, the counter table of
+ * the stream, as attach() names it (attachments.c registers only such a
+ * trigger)?
+ */
+bool
+citus_is_counter_argument(text *stream, const char *arg)
+{
+	char		name[NAMEDATALEN];
+
+	counter_table_name(stream, name);
+	return strcmp(arg, quote_qualified_identifier("ordering_internal",
+												  name)) == 0;
+}
+
+/*
  * The shard ID at the end of a shard's name ("<table>_<shard ID>"), or -1.
  */
 static int64

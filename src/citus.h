@@ -15,6 +15,7 @@
 #include "attached.h"
 
 extern Oid	citus_stream_counter_table(text *stream);
+extern bool citus_is_counter_argument(text *stream, const char *arg);
 extern Oid	citus_counter_shard(Relation rel, Trigger *trigger, Oid *logical,
 								Oid *counters, int32 *hash_min,
 								int32 *hash_max);
