@@ -6,9 +6,10 @@
 # First the rules of one node, shown on shards: refusals (0A000) of every
 # shape that cannot keep them, numbers through the coordinator (single rows,
 # multi-row, COPY), on a worker, ON CONFLICT and a later BEFORE trigger
-# giving numbers back, asserted numbers, partitions, restore mode with
-# post_restore(), next_sequence() and last_sequence() from any node, detach
-# and attach again, an altered counter table refused and then used again.
+# giving numbers back, a later BEFORE trigger renumbering a row (27000),
+# asserted numbers, partitions, restore mode with post_restore(),
+# next_sequence() and last_sequence() from any node, detach and attach
+# again, an altered counter table refused and then used again.
 #
 # Then the workload: pgbench producers through the coordinator and on a
 # worker (10% rollbacks, transactions that write two resources, most often on
@@ -258,6 +259,28 @@ sql($coord, q{
 });
 is(sql($coord, q{SELECT string_agg(k || seq, ',' ORDER BY seq) FROM keyed WHERE resource_id = 'k'}),
 	'x1,y2,z3,w4', 'a row a later BEFORE trigger suppressed gives its number back');
+
+# a later BEFORE trigger may not change the row's number (27000), on a
+# shard as on one node; the statement's rollback gives the number back
+sql($coord, q{
+	CREATE FUNCTION renumber() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+	    NEW.seq := NEW.seq + 100;
+	    RETURN NEW;
+	END $$;
+	SET citus.enable_unsafe_triggers = on;
+	CREATE TRIGGER zz_renumber BEFORE INSERT ON keyed FOR EACH ROW EXECUTE FUNCTION renumber();
+});
+fails($coord, q{INSERT INTO keyed VALUES ('k', 'v')}, '27000',
+	qr/changed the resource or the sequence number of a row of "keyed_\d+"/,
+	'a later BEFORE trigger that renumbers a row on a shard');
+sql($coord, q{
+	SET citus.enable_unsafe_triggers = on;
+	DROP TRIGGER zz_renumber ON keyed;
+	INSERT INTO keyed VALUES ('k', 'v');
+});
+is(sql($coord, q{SELECT string_agg(k || seq, ',' ORDER BY seq) FROM keyed WHERE resource_id = 'k'}),
+	'x1,y2,z3,w4,v5', 'the renumbered row stored nothing and its number was given back');
 
 # partitions: numbered through the partitioned table, and a row that an
 # UPDATE moves to another partition keeps its number
