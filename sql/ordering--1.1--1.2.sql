@@ -1528,6 +1528,1252 @@ COMMENT ON TRIGGER parked_truncated ON ordering.parked IS
 -- Citus: producers
 -- ------------------------------------------------------------------------
 
+-- A table that Citus distributes by hash on its resource column gets, at
+-- ordering.attach(), a counter table of its own, shaped like
+-- ordering.sequences and co-located with it, so that each counter shard
+-- lives, moves and splits with the shard whose rows it counts.  Its name
+-- follows from the stream alone, so that every node can name it; the
+-- sequencing trigger carries it as a fourth argument, which Citus copies to
+-- every shard.  src/citus.c says how a shard finds its counter shard and why
+-- every rule of one node still holds; docs/citus.md is the user's side.
+
+-- The counter table of a stream, in schema ordering_internal (src/citus.c
+-- computes the same name).
+CREATE FUNCTION ordering_internal.counter_table_name(stream text) RETURNS name
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+SELECT ('sequences_' OPERATOR(pg_catalog.||)
+        pg_catalog.left(pg_catalog.md5($1), 16))::pg_catalog.name
+$$;
+COMMENT ON FUNCTION ordering_internal.counter_table_name(text) IS
+    'Name of the counter table, in schema ordering_internal, of a stream distributed by Citus';
+
+-- The counter table of a stream distributed by Citus, or NULL.
+CREATE FUNCTION ordering_internal.distributed_counters(stream text) RETURNS regclass
+    LANGUAGE sql STABLE STRICT
+    AS $$
+SELECT c.oid::pg_catalog.regclass
+  FROM pg_catalog.pg_class c
+ WHERE c.relnamespace OPERATOR(pg_catalog.=) 'ordering_internal'::pg_catalog.regnamespace
+   AND c.relname OPERATOR(pg_catalog.=) ordering_internal.counter_table_name($1)
+   AND pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL
+$$;
+COMMENT ON FUNCTION ordering_internal.distributed_counters(text) IS
+    'The counter table of a stream distributed by Citus, NULL for a stream counted in ordering.sequences';
+
+-- How Citus manages a table: managed false if it does not (or Citus is not
+-- here).  Dynamic SQL, through to_jsonb(): the Citus catalogs exist only
+-- where Citus is installed, and a version of them without a column we read
+-- gives NULLs (managed, but how is unknown) instead of an error.
+CREATE FUNCTION ordering_internal.citus_distribution(tbl regclass,
+                                                     OUT managed boolean,
+                                                     OUT partmethod text,
+                                                     OUT repmodel text,
+                                                     OUT colocationid integer,
+                                                     OUT distribution_column text,
+                                                     OUT on_coordinator boolean)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    p jsonb;
+BEGIN
+    managed := false;
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN;
+    END IF;
+    EXECUTE $q$
+        SELECT pg_catalog.to_jsonb(p) FROM pg_catalog.pg_dist_partition p
+         WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1$q$
+       INTO p USING tbl;
+    IF p IS NULL THEN
+        RETURN;
+    END IF;
+    managed := true;
+    partmethod := p OPERATOR(pg_catalog.->>) 'partmethod';
+    repmodel := p OPERATOR(pg_catalog.->>) 'repmodel';
+    colocationid := (p OPERATOR(pg_catalog.->>) 'colocationid')::integer;
+    IF p OPERATOR(pg_catalog.?) 'partkey'
+       AND pg_catalog.to_regprocedure('pg_catalog.column_to_column_name(regclass, text)') IS NOT NULL THEN
+        EXECUTE 'SELECT pg_catalog.column_to_column_name($1, $2)'
+           INTO distribution_column USING tbl, p OPERATOR(pg_catalog.->>) 'partkey';
+    END IF;
+    on_coordinator := true;
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_local_group') IS NOT NULL THEN
+        EXECUTE 'SELECT g.groupid OPERATOR(pg_catalog.=) 0 FROM pg_catalog.pg_dist_local_group g'
+           INTO on_coordinator;
+        on_coordinator := COALESCE(on_coordinator, true);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.citus_distribution(regclass) IS
+    'How Citus distributes a table (pg_dist_partition); managed false for a table Citus does not manage';
+
+-- Is the sequencing trigger (with four arguments) of this relation one of
+-- Citus's copies: on a shard, or on a distributed table's shell on a worker?
+-- Those are vetted per insert against Citus's metadata (src/citus.c), not
+-- against ordering.attachments, which has a row only for the distributed
+-- table on the coordinator; check() and post_restore() leave them alone.
+CREATE FUNCTION ordering_internal.citus_trigger_copy(tbl regclass) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    d record;
+    shard boolean;
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_shard') IS NULL THEN
+        RETURN false;
+    END IF;
+    SELECT * INTO d FROM ordering_internal.citus_distribution(tbl);
+    IF d.managed THEN
+        RETURN NOT d.on_coordinator;
+    END IF;
+    -- a shard: named "<table>_<shard ID>" after a shard of the metadata
+    -- (by its regclass text: Citus hides shards from queries on pg_class)
+    EXECUTE $q$
+        SELECT EXISTS (
+            SELECT FROM pg_catalog.pg_dist_shard s
+             WHERE s.shardid OPERATOR(pg_catalog.=)
+                   pg_catalog.substring($1::pg_catalog.text, '_([0-9]{1,18})"?$')::pg_catalog.int8
+               AND pg_catalog.to_regclass(pg_catalog.shard_name(s.logicalrelid, s.shardid, false))
+                   OPERATOR(pg_catalog.=) $1)$q$
+       INTO shard USING tbl;
+    RETURN COALESCE(shard, false);
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.citus_trigger_copy(regclass) IS
+    'Internal to ordering.check() and ordering.post_restore(): whether a relation whose sequencing trigger names a counter table is a copy Citus made (a shard, or a shell on a worker) rather than the distributed table attach() registered';
+
+-- attach(): may the table be sequenced as a distributed stream?  True if
+-- Citus distributes it as we need, false if Citus does not manage it (it is
+-- then sequenced like any local table); every other shape is refused with
+-- 0A000 and a hint, before anything is created.
+CREATE FUNCTION ordering_internal.citus_attach_check(tbl regclass, resource_column name)
+    RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    d record;
+    restype pg_catalog.regtype;
+    hint text;
+BEGIN
+    SELECT * INTO d FROM ordering_internal.citus_distribution(tbl);
+    IF NOT d.managed THEN
+        RETURN false;
+    END IF;
+    IF d.partmethod IS NULL THEN
+        RAISE EXCEPTION 'relation "%" is distributed by Citus', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'ordering cannot read how: this version of Citus''s metadata is not one it knows.';
+    END IF;
+    hint := pg_catalog.format(
+        'Distribute it by hash on its resource column: SELECT create_distributed_table(%L, %L) (after undistribute_table(), or alter_distributed_table(%L, distribution_column => %L)), then attach it.',
+        tbl::pg_catalog.text, resource_column, tbl::pg_catalog.text, resource_column);
+    IF NOT d.on_coordinator THEN
+        RAISE EXCEPTION 'ordering.attach() of a table that Citus manages must run on the coordinator'
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Connect to the coordinator and call it there.';
+    END IF;
+    IF d.partmethod OPERATOR(pg_catalog.=) 'n' AND d.repmodel OPERATOR(pg_catalog.=) 't' THEN
+        RAISE EXCEPTION 'relation "%" is a reference table', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A reference table is written on every node; its rows would be numbered by each node on its own.',
+                  HINT = hint;
+    END IF;
+    IF d.partmethod OPERATOR(pg_catalog.=) 'n' THEN
+        RAISE EXCEPTION 'relation "%" is managed by Citus but not distributed by a column', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Citus local tables and single-shard tables have no distribution column to co-locate counters by.',
+                  HINT = hint;
+    END IF;
+    IF d.partmethod OPERATOR(pg_catalog.<>) 'h' THEN
+        RAISE EXCEPTION 'relation "%" is distributed by % (method %)', tbl,
+            CASE d.partmethod WHEN 'a' THEN 'append' WHEN 'r' THEN 'range' ELSE 'another method' END,
+            d.partmethod
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Only hash distribution keeps every resource in one shard that counters can be co-located with.',
+                  HINT = hint;
+    END IF;
+    IF d.distribution_column IS DISTINCT FROM resource_column::pg_catalog.text THEN
+        RAISE EXCEPTION 'relation "%" is distributed by column "%", not by its resource column "%"',
+            tbl, d.distribution_column, resource_column
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'The events of one resource would be spread over shards, each with counters of its own.',
+                  HINT = hint;
+    END IF;
+    IF d.repmodel OPERATOR(pg_catalog.<>) 's' THEN
+        RAISE EXCEPTION 'relation "%" is replicated by Citus statement replication', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Each placement of a shard would number its rows on its own.',
+                  HINT = 'Distribute it with citus.shard_replication_factor = 1 (use streaming replicas for high availability).';
+    END IF;
+    SELECT a.atttypid INTO restype FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname OPERATOR(pg_catalog.=) resource_column;
+    IF restype OPERATOR(pg_catalog.<>) 'pg_catalog.text'::pg_catalog.regtype THEN
+        RAISE EXCEPTION 'resource column "%" of distributed table "%" is of type %, not text', resource_column, tbl, restype
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A distributed stream keeps its counters in a table co-located with it, keyed by the resource as text; Citus co-locates only distribution columns of the same type.',
+                  HINT = 'Distribute the table by a text resource column (a text copy of the key, say).';
+    END IF;
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.citus_attach_check(regclass, name) IS
+    'Internal to ordering.attach(): true for a table Citus distributes by hash on its text resource column, false for a table Citus does not manage; refuses every other shape (0A000)';
+
+-- The counter table of a distributed stream: made the first time the stream
+-- is attached, checked when it exists.  Its resource_id has the collation of
+-- the table's resource column (Citus co-locates only columns of one type and
+-- collation); stream is "C", like ordering.sequences.
+CREATE FUNCTION ordering_internal.citus_counter_table(tbl regclass, resource_column name,
+                                                      stream text)
+    RETURNS regclass
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    relname name := ordering_internal.counter_table_name(stream);
+    counters regclass := ordering_internal.distributed_counters(stream);
+    resource_collation text;
+    mine record;
+    theirs record;
+BEGIN
+    SELECT pg_catalog.format('%I.%I', n.nspname, c.collname) INTO resource_collation
+      FROM pg_catalog.pg_attribute a
+      JOIN pg_catalog.pg_collation c ON c.oid OPERATOR(pg_catalog.=) a.attcollation
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.collnamespace
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname OPERATOR(pg_catalog.=) resource_column;
+    IF counters IS NULL THEN
+        EXECUTE pg_catalog.format(
+            'CREATE TABLE ordering_internal.%I ('
+            '    stream text COLLATE "C" NOT NULL,'
+            '    resource_id text COLLATE %s NOT NULL,'
+            '    last_seq bigint NOT NULL CONSTRAINT %I CHECK (last_seq OPERATOR(pg_catalog.>=) 0),'
+            '    PRIMARY KEY (stream, resource_id))',
+            relname, resource_collation, relname OPERATOR(pg_catalog.||) '_last_seq_check');
+        counters := ordering_internal.distributed_counters(stream);
+        EXECUTE pg_catalog.format('COMMENT ON TABLE %s IS %L', counters,
+            pg_catalog.format('Counters of stream %s, distributed by Citus and co-located with %s (made by ordering.attach())',
+                              pg_catalog.quote_literal(stream), tbl));
+        EXECUTE 'SELECT pg_catalog.create_distributed_table($1, $2, colocate_with => $3)'
+          USING counters, 'resource_id', tbl::pg_catalog.text;
+        RETURN counters;
+    END IF;
+    -- the stream was attached before (this table, or another one)
+    SELECT * INTO mine FROM ordering_internal.citus_distribution(tbl);
+    SELECT * INTO theirs FROM ordering_internal.citus_distribution(counters);
+    IF theirs.colocationid IS DISTINCT FROM mine.colocationid
+       OR theirs.distribution_column IS DISTINCT FROM 'resource_id' THEN
+        RAISE EXCEPTION 'the counters of stream "%" are not co-located with relation "%"', stream, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = pg_catalog.format('They are in %s, which is in another co-location group.', counters),
+                  HINT = pg_catalog.format('Co-locate the table with them (SELECT alter_distributed_table(%L, colocate_with => %L)), or attach it to another stream.',
+                                           tbl::pg_catalog.text, counters::pg_catalog.text);
+    END IF;
+    RETURN counters;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.citus_counter_table(regclass, name, text) IS
+    'Internal to ordering.attach(): the counter table of a distributed stream, created and distributed co-located with the table the first time';
+
+-- The triggers of a distributed table: those of ordering.create_sequencing_triggers(),
+-- the sequencing trigger with the counter table as a fourth argument.  Citus
+-- creates triggers on a distributed table's shards only with
+-- citus.enable_unsafe_triggers on: ours are safe there (src/citus.c).
+CREATE FUNCTION ordering_internal.create_distributed_sequencing_triggers(
+        tbl regclass, resource_column name, sequence_column name, stream text,
+        counters regclass)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true);
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER ordering_sequence BEFORE INSERT ON %s FOR EACH ROW '
+        'EXECUTE FUNCTION ordering.sequence_trigger(%L, %L, %L, %L)',
+        tbl, resource_column, sequence_column, stream, counters::pg_catalog.text);
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER ordering_sequence_stored AFTER INSERT ON %s FOR EACH ROW '
+        'WHEN (ordering.sequence_stored()) '
+        'EXECUTE FUNCTION ordering.sequence_stored_trigger()',
+        tbl);
+    EXECUTE pg_catalog.format(
+        'CREATE TRIGGER ordering_sequence_guard BEFORE UPDATE OR DELETE ON %s FOR EACH ROW '
+        'EXECUTE FUNCTION ordering.sequence_guard(%L, %L, %L)',
+        tbl, resource_column, sequence_column, stream);
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.create_distributed_sequencing_triggers(regclass, name, name, text, regclass) IS
+    'Internal to ordering.attach(): the three sequencing triggers of a table distributed by Citus, the sequencing trigger naming the stream''s counter table';
+
+-- Every counter of a distributed stream at least the highest number in its
+-- table (attach() of a table that holds numbers, post_restore()) and at
+-- least the stream's counters in ordering.sequences on this node (a local
+-- table attached before, then distributed and attached again).  The first
+-- statement joins co-located tables by the distribution column, so Citus
+-- runs it on each shard's node.
+CREATE FUNCTION ordering_internal.citus_raise_counters(tbl regclass, resource_column name,
+                                                       sequence_column name, stream text,
+                                                       counters regclass)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    EXECUTE pg_catalog.format(
+        'INSERT INTO %1$s AS c (stream, resource_id, last_seq) '
+        'SELECT %2$L, t.%3$I, pg_catalog.max(t.%4$I) FROM %5$s t '
+        ' WHERE t.%4$I IS NOT NULL GROUP BY t.%3$I '
+        'ON CONFLICT (stream, resource_id) DO UPDATE '
+        '   SET last_seq = GREATEST(c.last_seq, EXCLUDED.last_seq)',
+        counters, stream, resource_column, sequence_column, tbl);
+    IF EXISTS (SELECT FROM ordering.sequences s
+                WHERE s.stream OPERATOR(pg_catalog.=) citus_raise_counters.stream) THEN
+        EXECUTE pg_catalog.format(
+            'INSERT INTO %1$s AS c (stream, resource_id, last_seq) '
+            'SELECT s.stream, s.resource_id, s.last_seq FROM ordering.sequences s '
+            ' WHERE s.stream OPERATOR(pg_catalog.=) %2$L '
+            'ON CONFLICT (stream, resource_id) DO UPDATE '
+            '   SET last_seq = GREATEST(c.last_seq, EXCLUDED.last_seq)',
+            counters, stream);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.citus_raise_counters(regclass, name, name, text, regclass) IS
+    'Raises every counter of a distributed stream to the highest number in its table and to its counters in ordering.sequences';
+
+CREATE OR REPLACE FUNCTION ordering.attach(tbl regclass,
+                                           resource_column name DEFAULT 'resource_id',
+                                           sequence_column name DEFAULT 'seq',
+                                           stream text DEFAULT NULL)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    rel record;
+    seq_type regtype;
+    known_stream text;
+    generated name;
+    distributed boolean := false;
+    counters regclass;
+BEGIN
+    IF tbl IS NULL OR resource_column IS NULL OR sequence_column IS NULL THEN
+        RAISE EXCEPTION 'table, resource column and sequence column must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT c.relname, n.nspname, c.relkind INTO rel
+      FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+     WHERE c.oid OPERATOR(pg_catalog.=) tbl;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'relation with OID % does not exist', tbl::pg_catalog.oid
+            USING ERRCODE = 'undefined_table';
+    END IF;
+    IF rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', tbl
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                    WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+                      AND a.attname OPERATOR(pg_catalog.=) resource_column
+                      AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', resource_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    SELECT a.atttypid INTO seq_type
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname OPERATOR(pg_catalog.=) sequence_column
+       AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', sequence_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF seq_type OPERATOR(pg_catalog.<>) 'pg_catalog.int8'::pg_catalog.regtype THEN
+        RAISE EXCEPTION 'sequence column "%" of relation "%" must be of type bigint, not %',
+            sequence_column, tbl, seq_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    IF resource_column OPERATOR(pg_catalog.=) sequence_column THEN
+        RAISE EXCEPTION 'resource column and sequence column must differ'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT a.attname INTO generated
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname IN (resource_column, sequence_column)
+       AND a.attgenerated OPERATOR(pg_catalog.<>) '';
+    IF FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" is a generated column', generated, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A generated column has no value yet when the sequencing trigger runs (BEFORE INSERT).',
+                  HINT = 'Sequence a plain column; compute the generated one from it.';
+    END IF;
+    -- 1.2: a type whose text depends on a setting would be keyed twice
+    PERFORM ordering_internal.check_resource_type(tbl, resource_column);
+    IF stream OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'stream name must not be empty'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                  AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
+        -- 1.2: triggers restored without their registry row (a schema-only
+        -- restore) have a step of their own
+        IF NOT EXISTS (SELECT FROM ordering.attachments a
+                        WHERE a.tbl OPERATOR(pg_catalog.=) attach.tbl AND a.attached)
+           AND EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                        WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                          AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence'
+                          AND t.tgparentid OPERATOR(pg_catalog.=) 0) THEN
+            RAISE EXCEPTION 'relation "%" has the sequencing triggers but is not registered in ordering.attachments', tbl
+                USING ERRCODE = 'duplicate_object',
+                      DETAIL = 'Its triggers were restored without its row of ordering.attachments (a schema-only or partial restore).',
+                      HINT = 'Call ordering.post_restore(): it registers the table with the stream its trigger names and continues its counters.';
+        END IF;
+        RAISE EXCEPTION 'relation "%" is already attached', tbl
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Call ordering.detach() first to change how it is sequenced.';
+    END IF;
+    -- 1.2, Citus: a table distributed by hash on its resource column gets
+    -- counters co-located with it ("Citus: producers"); every other shape
+    -- Citus makes is refused with 0A000 and a hint, before anything is made
+    -- (only where Citus is: one node never calls into these functions)
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        distributed := ordering_internal.citus_attach_check(tbl, resource_column);
+    END IF;
+    -- Re-attaching continues the stream the table had.
+    SELECT a.stream INTO known_stream FROM ordering.attachments a
+     WHERE a.tbl OPERATOR(pg_catalog.=) attach.tbl;
+    stream := COALESCE(stream, known_stream,
+                       rel.nspname OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) rel.relname);
+    -- the trigger refuses longer ones at every insert
+    IF pg_catalog.octet_length(stream) OPERATOR(pg_catalog.>) 1024 THEN
+        RAISE EXCEPTION 'stream name is too long (at most 1024 bytes)'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF distributed THEN
+        counters := ordering_internal.citus_counter_table(tbl, resource_column, stream);
+        PERFORM ordering_internal.create_distributed_sequencing_triggers(
+            tbl, resource_column, sequence_column, stream, counters);
+    ELSE
+        PERFORM ordering.create_sequencing_triggers(tbl, resource_column, sequence_column, stream);
+    END IF;
+    -- the registry row: only for a caller who may use the stream (42501)
+    PERFORM ordering_internal.attachment_register(tbl, stream, resource_column,
+                                                  sequence_column);
+    -- 1.2: rows the table holds already (attached before, its counters
+    -- dropped with the extension or never restored) keep their numbers:
+    -- each resource continues after its highest.  The new triggers lock out
+    -- inserts until this transaction ends, so no row is missed.
+    IF distributed THEN
+        -- in the stream's counter table, on every shard's node
+        PERFORM ordering_internal.citus_raise_counters(tbl, resource_column, sequence_column,
+                                                        stream, counters);
+    ELSE
+        PERFORM ordering_internal.seed_counters(tbl);
+    END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.detach(tbl regclass) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    was text;
+    trigger_stream text;
+BEGIN
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'table must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                    WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                      AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
+        RAISE EXCEPTION 'relation "%" is not attached', tbl
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    trigger_stream := (ordering_internal.sequencing_trigger(tbl)).stream;
+    -- Citus: a distributed table's triggers are dropped on its shards too
+    -- with this setting on, as attach() created them
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        IF (ordering_internal.citus_distribution(tbl)).managed THEN
+            PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true);
+        END IF;
+    END IF;
+    EXECUTE pg_catalog.format('DROP TRIGGER ordering_sequence ON %s', tbl);
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_stored ON %s', tbl);
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_guard ON %s', tbl);
+    was := ordering_internal.attachment_unregister(tbl);
+    IF was IS NULL THEN
+        -- 1.2: triggers without a registry row (a schema-only restore)
+        RAISE NOTICE 'relation "%" had the sequencing triggers of stream "%", but was not registered in ordering.attachments', tbl, trigger_stream
+            USING DETAIL = 'Its triggers are dropped; the counters of that stream are kept.';
+        RETURN;
+    END IF;
+    RAISE NOTICE 'relation "%" was sequenced as stream "%"', tbl, was
+        USING DETAIL = 'Its counters are kept: ordering.attach() on this table continues the stream.';
+END
+$$;
+
+-- last_sequence() of a distributed stream: read through Citus from the node
+-- of its counter shard, as the owner of the counter table (src/citus.c;
+-- next_sequence() does the same in C).  Anyone may call it, but it answers
+-- only whoever may execute ordering.last_sequence().
+CREATE FUNCTION ordering_internal.last_distributed_sequence(stream text, resource_id text)
+    RETURNS bigint
+    LANGUAGE c STABLE STRICT
+    AS 'MODULE_PATHNAME', 'ordering_last_distributed_sequence';
+COMMENT ON FUNCTION ordering_internal.last_distributed_sequence(text, text) IS
+    'Internal to ordering.last_sequence(): the last number of a resource of a stream distributed by Citus, read on the node of its counter shard; NULL for a stream that is not distributed';
+GRANT EXECUTE ON FUNCTION ordering_internal.last_distributed_sequence(text, text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION ordering.last_sequence(stream text, resource_id text) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    seq bigint;
+BEGIN
+    -- the same errors as next_sequence()
+    IF $1 IS NULL THEN
+        RAISE EXCEPTION 'stream must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF $2 IS NULL THEN
+        RAISE EXCEPTION 'resource_id must not be null' USING ERRCODE = 'not_null_violation';
+    END IF;
+    -- a stream distributed by Citus keeps its counters next to its shards
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        seq := ordering_internal.last_distributed_sequence($1, $2);
+        IF seq IS NOT NULL THEN
+            RETURN seq;
+        END IF;
+    END IF;
+    RETURN COALESCE((SELECT s.last_seq FROM ordering.sequences s
+                      WHERE s.stream OPERATOR(pg_catalog.=) $1
+                        AND s.resource_id OPERATOR(pg_catalog.=) $2), 0);
+END
+$$;
+
+-- ordering.check() and ordering.post_restore() on the coordinator cover the
+-- distributed streams too (docs/citus.md): each is the hardening's function
+-- (previous sections) with a branch added for a table whose stream has a
+-- counter table, and Citus's copies of the sequencing trigger (shards,
+-- shells on workers) left out of the registry checks.  The comparison joins
+-- the table and its counter table, co-located, on the distribution column:
+-- Citus runs it on every shard's node.
+CREATE FUNCTION ordering_internal.check_distributed(tbl regclass, resource_column name,
+                                                    sequence_column name, stream text,
+                                                    max_per_kind bigint)
+    RETURNS TABLE (kind text, detail text)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    counters regclass := ordering_internal.distributed_counters(stream);
+BEGIN
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'counter_behind_table'::pg_catalog.text,
+               pg_catalog.format('table %%s (stream %%s), resource %%s: highest seq %%s, counter %%s',
+                                 $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                 x.hi, COALESCE(c.last_seq::pg_catalog.text, 'missing'))
+          FROM (SELECT t.%1$I AS res, pg_catalog.max(t.%2$I) AS hi
+                  FROM %3$s t
+                 WHERE t.%2$I IS NOT NULL
+                 GROUP BY t.%1$I) x
+          LEFT JOIN %4$s c
+            ON c.resource_id OPERATOR(pg_catalog.=) x.res
+           AND c.stream OPERATOR(pg_catalog.=) $2
+         WHERE c.last_seq IS NULL OR c.last_seq OPERATOR(pg_catalog.<) x.hi
+         ORDER BY x.res
+         LIMIT $3$q$,
+        resource_column, sequence_column, tbl, counters)
+        USING tbl::pg_catalog.text, stream, max_per_kind;
+    -- grouped by the distribution column: each node counts its shards
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'seq_repeated_in_table'::pg_catalog.text,
+               pg_catalog.format('table %%s (stream %%s), resource %%s: %%s rows hold %%s numbers',
+                                 $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                 x.n, x.distinct_seqs)
+          FROM (SELECT t.%1$I AS res, pg_catalog.count(t.%2$I) AS n,
+                       pg_catalog.count(DISTINCT t.%2$I) AS distinct_seqs
+                  FROM %3$s t
+                 WHERE t.%1$I IS NOT NULL
+                 GROUP BY t.%1$I) x
+         WHERE x.n OPERATOR(pg_catalog.<>) x.distinct_seqs
+         ORDER BY x.res
+         LIMIT $3$q$,
+        resource_column, sequence_column, tbl)
+        USING tbl::pg_catalog.text, stream, max_per_kind;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.check_distributed(regclass, name, name, text, bigint) IS
+    'Internal to ordering.check(): counters of a stream distributed by Citus below the highest number in its table, and numbers held twice by one resource, on every node';
+
+CREATE OR REPLACE FUNCTION ordering.check(sample_percent double precision DEFAULT 100,
+                                          max_per_kind bigint DEFAULT NULL)
+    RETURNS TABLE (kind text, detail text)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    sample text := '';
+    att record;
+    gauge record;
+    problem text;
+    seq_fn pg_catalog.regprocedure := 'ordering.sequence_trigger()';
+    citus boolean := pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
+BEGIN
+    IF sample_percent IS NULL THEN
+        RAISE EXCEPTION 'sample_percent must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF sample_percent OPERATOR(pg_catalog.<) 0 OR sample_percent OPERATOR(pg_catalog.>) 100
+       OR sample_percent OPERATOR(pg_catalog.<>) sample_percent THEN
+        RAISE EXCEPTION 'sample_percent must be between 0 and 100, got %', sample_percent
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_per_kind OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'max_per_kind must not be negative, got %', max_per_kind
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF sample_percent OPERATOR(pg_catalog.<) 100 THEN
+        sample := pg_catalog.format(' TABLESAMPLE SYSTEM (%s)', sample_percent);
+    END IF;
+
+    -- Producer, per attached table: its triggers as attach() made them,
+    -- its columns as attach() was given them, and every counter at or
+    -- above the highest seq of the table (a row numbered past its counter
+    -- would get its number again), no resource holding a number twice.
+    FOR att IN
+        SELECT a.tbl AS table_name, a.stream, a.resource_column, a.sequence_column,
+               t.tgenabled,
+               (SELECT pg_catalog.count(*) FROM pg_catalog.pg_trigger c
+                 WHERE c.tgrelid OPERATOR(pg_catalog.=) a.tbl
+                   AND c.tgname OPERATOR(pg_catalog.=) ANY ('{ordering_sequence_stored,ordering_sequence_guard}')
+                   AND c.tgenabled OPERATOR(pg_catalog.=) t.tgenabled) AS companions
+          FROM ordering.attachments a
+          LEFT JOIN pg_catalog.pg_trigger t
+            ON t.tgrelid OPERATOR(pg_catalog.=) a.tbl
+           AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence'
+           AND t.tgfoid OPERATOR(pg_catalog.=) seq_fn
+         WHERE a.attached
+         ORDER BY a.tbl::pg_catalog.text
+    LOOP
+        IF att.tgenabled IS NULL THEN
+            kind := 'sequence_trigger_missing';
+            detail := pg_catalog.format('table %s (stream %s): its sequencing trigger is missing, rows inserted now get no number',
+                                        att.table_name, pg_catalog.quote_literal(att.stream));
+            RETURN NEXT;
+        ELSIF att.tgenabled OPERATOR(pg_catalog.=) 'D' THEN
+            kind := 'sequence_trigger_disabled';
+            detail := pg_catalog.format('table %s (stream %s): its sequencing trigger is disabled, rows inserted now get no number',
+                                        att.table_name, pg_catalog.quote_literal(att.stream));
+            RETURN NEXT;
+        ELSIF att.companions OPERATOR(pg_catalog.<) 2 THEN
+            kind := 'sequence_trigger_incomplete';
+            detail := pg_catalog.format('table %s (stream %s): a companion of its sequencing trigger is missing or not enabled like it, inserts fail',
+                                        att.table_name, pg_catalog.quote_literal(att.stream));
+            RETURN NEXT;
+        END IF;
+        problem := ordering_internal.attachment_problem(att.table_name, att.resource_column,
+                                                        att.sequence_column);
+        IF problem IS NOT NULL THEN
+            kind := 'attached_table_changed';
+            detail := pg_catalog.format('table %s (stream %s): %s, inserts fail and its rows were not checked',
+                                        att.table_name, pg_catalog.quote_literal(att.stream), problem);
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        IF NOT pg_catalog.has_table_privilege(att.table_name, 'SELECT') THEN
+            RAISE WARNING 'table % was not checked: permission denied', att.table_name;
+            CONTINUE;
+        END IF;
+        -- Citus: a distributed stream's counters are in its own table
+        IF citus THEN
+            IF ordering_internal.distributed_counters(att.stream) IS NOT NULL THEN
+                RETURN QUERY SELECT * FROM ordering_internal.check_distributed(
+                    att.table_name, att.resource_column, att.sequence_column, att.stream,
+                    max_per_kind);
+                CONTINUE;
+            END IF;
+        END IF;
+        -- the resource as the trigger keys it (ordering.resource_key)
+        RETURN QUERY EXECUTE pg_catalog.format($q$
+            SELECT v.kind, v.detail FROM (
+            SELECT k.ord, x.res, k.kind,
+                   pg_catalog.row_number() OVER (PARTITION BY k.ord ORDER BY x.res) AS n,
+                   CASE k.kind
+                   WHEN 'counter_behind_table' THEN
+                       pg_catalog.format('table %%s (stream %%s), resource %%s: highest seq %%s, counter %%s',
+                                         $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                         x.hi, COALESCE(s.last_seq::pg_catalog.text, 'missing'))
+                   ELSE
+                       pg_catalog.format('table %%s (stream %%s), resource %%s: %%s rows hold %%s numbers',
+                                         $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                         x.n, x.distinct_seqs)
+                   END AS detail
+              FROM (SELECT ordering.resource_key(t.%1$I) AS res, pg_catalog.max(t.%2$I) AS hi,
+                           pg_catalog.count(t.%2$I) AS n,
+                           pg_catalog.count(DISTINCT t.%2$I) AS distinct_seqs
+                      FROM %3$s t%4$s
+                     WHERE t.%1$I IS NOT NULL
+                     GROUP BY 1) x
+              LEFT JOIN LATERAL (SELECT q.last_seq FROM ordering.sequences q
+                                  WHERE q.stream OPERATOR(pg_catalog.=) $2
+                                    AND q.resource_id OPERATOR(pg_catalog.=) x.res
+                                  LIMIT 1) s ON true
+             CROSS JOIN LATERAL (VALUES
+                   (1, 'counter_behind_table'::pg_catalog.text,
+                    s.last_seq IS NULL OR s.last_seq OPERATOR(pg_catalog.<) x.hi),
+                   (2, 'seq_repeated_in_table',
+                    x.n OPERATOR(pg_catalog.<>) x.distinct_seqs)) k(ord, kind, violated)
+             WHERE k.violated) v
+             WHERE $3 IS NULL OR v.n OPERATOR(pg_catalog.<=) $3
+             ORDER BY v.ord, v.res$q$,
+            att.resource_column, att.sequence_column, att.table_name, sample)
+            USING att.table_name::pg_catalog.text, att.stream, max_per_kind;
+    END LOOP;
+
+    -- Producer: a sequencing trigger that attach() did not register (made
+    -- by hand, or left on a partition detached from its table) refuses
+    -- every insert (0A000).  Clones on partitions follow their table's.
+    RETURN QUERY
+    SELECT 'sequence_trigger_not_attached'::pg_catalog.text,
+           pg_catalog.format('table %s: a sequencing trigger for stream %s that ordering.attach() did not register, inserts fail',
+                             t.tgrelid::pg_catalog.regclass, pg_catalog.quote_literal(t.stream))
+      FROM (SELECT tg.tgrelid,
+                   COALESCE(args[3], n.nspname OPERATOR(pg_catalog.||) '.'
+                                     OPERATOR(pg_catalog.||) c.relname) AS stream
+              FROM pg_catalog.pg_trigger tg
+              JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) tg.tgrelid
+              JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+             CROSS JOIN LATERAL pg_catalog.string_to_array(
+                   pg_catalog.rtrim(pg_catalog.encode(tg.tgargs, 'escape'), '\000'), '\000') args
+             WHERE tg.tgfoid OPERATOR(pg_catalog.=) seq_fn
+               AND tg.tgparentid OPERATOR(pg_catalog.=) 0
+               -- Citus's copies on shards and workers (src/citus.c checks them)
+               AND (tg.tgnargs OPERATOR(pg_catalog.<) 4
+                    OR NOT ordering_internal.citus_trigger_copy(tg.tgrelid))) t
+     WHERE NOT EXISTS (SELECT FROM ordering.attachments a
+                        WHERE a.tbl OPERATOR(pg_catalog.=) t.tgrelid
+                          AND a.attached
+                          AND a.stream OPERATOR(pg_catalog.=) t.stream)
+     ORDER BY t.tgrelid::pg_catalog.regclass::pg_catalog.text
+     LIMIT max_per_kind;
+
+    -- Consumer: a parked event waits for a predecessor, so it lies beyond
+    -- position + 1 (at position + 1 it would have been drained).
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'parked_not_ahead'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: parked seq %%s, position %%s',
+                                 pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
+                                 p.seq, COALESCE(pos.position, 0))
+          FROM ordering.parked p%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                              LIMIT 1) pos ON true
+         WHERE p.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+         ORDER BY p.consumer, p.resource_id, p.seq
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'parked_not_drained'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: parked seq %%s is next after position %%s',
+                                 pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
+                                 p.seq, COALESCE(pos.position, 0))
+          FROM ordering.parked p%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                              LIMIT 1) pos ON true
+         WHERE p.seq OPERATOR(pg_catalog.=) (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
+         ORDER BY p.consumer, p.resource_id, p.seq
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+
+    -- Gaps: a request names a non-empty range not yet applied, in front of
+    -- events that are parked (the consumer functions delete it as soon as
+    -- the position reaches missing_to or nothing is parked any more).
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'gap_request_without_parked'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s, nothing parked',
+                                 pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                 g.missing_from, g.missing_to)
+          FROM ordering.gap_requests g%s
+          LEFT JOIN LATERAL (SELECT true AS found FROM ordering.parked p
+                              WHERE p.consumer OPERATOR(pg_catalog.=) g.consumer
+                                AND p.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                              LIMIT 1) k ON true
+         WHERE k.found IS NULL
+         ORDER BY g.consumer, g.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'gap_request_filled'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s, position %%s',
+                                 pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                 g.missing_from, g.missing_to, COALESCE(pos.position, 0))
+          FROM ordering.gap_requests g%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) g.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                              LIMIT 1) pos ON true
+         WHERE g.missing_to OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+         ORDER BY g.consumer, g.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'gap_request_empty'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s',
+                                 pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                 g.missing_from, g.missing_to)
+          FROM ordering.gap_requests g%s
+         WHERE g.missing_from OPERATOR(pg_catalog.>) g.missing_to
+         ORDER BY g.consumer, g.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+
+    -- Dead letters: the event a resource is blocked at was never applied,
+    -- it is held as the dead letter, not parked, and the resource's
+    -- position row is blocked at exactly its seq (blocked_at), which is
+    -- what makes later events wait behind it.
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'dead_letter_not_ahead'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, position %%s',
+                                 pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                 d.seq, COALESCE(pos.position, 0))
+          FROM ordering.dead_letter_events d%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                              LIMIT 1) pos ON true
+         WHERE d.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+         ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'dead_letter_parked'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s is also parked',
+                                 pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                 d.seq)
+          FROM ordering.dead_letter_events d%s
+          JOIN LATERAL (SELECT true AS found FROM ordering.parked p
+                         WHERE p.consumer OPERATOR(pg_catalog.=) d.consumer
+                           AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                           AND p.seq OPERATOR(pg_catalog.=) d.seq
+                         LIMIT 1) k ON true
+         ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'dead_letter_not_blocking'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, but %%s',
+                                 pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                 d.seq,
+                                 CASE WHEN NOT pos.found THEN 'the resource has no position row'
+                                      WHEN pos.blocked_at IS NULL THEN 'the resource is not blocked'
+                                      ELSE pg_catalog.format('the resource is blocked at seq %%s', pos.blocked_at)
+                                 END)
+          FROM ordering.dead_letter_events d%s
+          LEFT JOIN LATERAL (SELECT true AS found, o.blocked_at FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                              LIMIT 1) pos ON true
+         WHERE pos.found IS NULL
+            OR pos.blocked_at IS DISTINCT FROM d.seq
+         ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'block_without_dead_letter'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: blocked at seq %%s, but there is no dead letter',
+                                 pg_catalog.quote_literal(o.consumer), pg_catalog.quote_literal(o.resource_id),
+                                 o.blocked_at)
+          FROM ordering.positions o%s
+          LEFT JOIN LATERAL (SELECT true AS found FROM ordering.dead_letter_events d
+                              WHERE d.consumer OPERATOR(pg_catalog.=) o.consumer
+                                AND d.resource_id OPERATOR(pg_catalog.=) o.resource_id
+                              LIMIT 1) k ON true
+         WHERE o.blocked_at IS NOT NULL
+           AND k.found IS NULL
+         ORDER BY o.consumer, o.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+
+    -- Statistics: each gauge of ordering.stats that counts rows of a table
+    -- equals that count, per consumer.  Without the library preloaded there
+    -- are no statistics to compare.
+    FOR gauge IN
+        SELECT v.col, v.tbl
+          FROM (VALUES ('parked_current', 'ordering.parked'),
+                       ('dead_letters_current', 'ordering.dead_letter_events')) AS v(col, tbl)
+         WHERE EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                        WHERE a.attrelid OPERATOR(pg_catalog.=) 'ordering.stats'::pg_catalog.regclass
+                          AND a.attname OPERATOR(pg_catalog.=) v.col
+                          AND NOT a.attisdropped)
+           AND pg_catalog.to_regclass(v.tbl) IS NOT NULL
+    LOOP
+        BEGIN
+            RETURN QUERY EXECUTE pg_catalog.format($q$
+                SELECT 'stats_gauge_mismatch'::pg_catalog.text,
+                       pg_catalog.format('consumer %%s: ordering.stats.%1$s is %%s, %2$s holds %%s rows',
+                                         pg_catalog.quote_literal(COALESCE(st.consumer, t.consumer)),
+                                         COALESCE(st.gauge, 0), COALESCE(t.n, 0))
+                  FROM (SELECT s.consumer, s.%1$I AS gauge FROM ordering.stats s) st
+                  FULL JOIN (SELECT r.consumer, pg_catalog.count(*) AS n
+                               FROM %2$s r GROUP BY r.consumer) t
+                    ON t.consumer OPERATOR(pg_catalog.=) st.consumer
+                 WHERE COALESCE(st.gauge, 0) OPERATOR(pg_catalog.<>) COALESCE(t.n, 0)
+                 ORDER BY 2
+                 LIMIT $1$q$, gauge.col, gauge.tbl)
+                USING max_per_kind;
+        EXCEPTION WHEN object_not_in_prerequisite_state THEN
+            EXIT;
+        END;
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.post_restore() RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    att record;
+    problems text[] := '{}';
+BEGIN
+    PERFORM ordering.gap_deadline();
+    DELETE FROM ordering.attachments a
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
+                        WHERE c.oid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid);
+    -- Every table with a sequencing trigger (partitions have their parent's
+    -- clone) is registered as attached with the trigger's stream and
+    -- columns: one whose registry row was not restored (a schema-only
+    -- restore) is registered from its trigger, a disagreement is refused.
+    FOR att IN
+        SELECT t.tgrelid::pg_catalog.regclass AS tbl, s.resource_column,
+               s.sequence_column, s.stream, a.tbl AS registered, a.attached,
+               a.stream AS registered_stream, a.resource_column AS registered_resource,
+               a.sequence_column AS registered_sequence
+          FROM pg_catalog.pg_trigger t
+         CROSS JOIN LATERAL ordering_internal.sequencing_trigger(t.tgrelid::pg_catalog.regclass) s
+          LEFT JOIN ordering.attachments a
+            ON a.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) t.tgrelid
+         WHERE t.tgfoid OPERATOR(pg_catalog.=) 'ordering.sequence_trigger()'::pg_catalog.regprocedure
+           AND t.tgparentid OPERATOR(pg_catalog.=) 0
+           -- Citus's copies on shards and workers are not registered
+           AND (t.tgnargs OPERATOR(pg_catalog.<) 4
+                OR NOT ordering_internal.citus_trigger_copy(t.tgrelid))
+         ORDER BY t.tgrelid
+    LOOP
+        IF att.registered IS NULL THEN
+            INSERT INTO ordering.attachments (tbl, stream, resource_column, sequence_column)
+            VALUES (att.tbl, att.stream, att.resource_column, att.sequence_column);
+            RAISE NOTICE 'relation "%" registered as attached to stream "%", as its sequencing trigger says', att.tbl, att.stream;
+        ELSIF NOT att.attached THEN
+            problems := problems OPERATOR(pg_catalog.||) pg_catalog.format(
+                'relation "%s" has the sequencing trigger of stream "%s", but ordering.attachments says it is detached',
+                att.tbl, att.stream);
+        ELSIF att.registered_stream OPERATOR(pg_catalog.<>) att.stream
+           OR att.registered_resource OPERATOR(pg_catalog.<>) att.resource_column
+           OR att.registered_sequence OPERATOR(pg_catalog.<>) att.sequence_column THEN
+            problems := problems OPERATOR(pg_catalog.||) pg_catalog.format(
+                'relation "%s" has the sequencing trigger of stream "%s" on columns (%s, %s), but ordering.attachments says stream "%s" on columns (%s, %s)',
+                att.tbl, att.stream, att.resource_column, att.sequence_column,
+                att.registered_stream, att.registered_resource, att.registered_sequence);
+        END IF;
+    END LOOP;
+    FOR att IN
+        SELECT a.tbl FROM ordering.attachments a
+         WHERE a.attached
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                            WHERE t.tgrelid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid
+                              AND t.tgfoid OPERATOR(pg_catalog.=) 'ordering.sequence_trigger()'::pg_catalog.regprocedure)
+         ORDER BY a.tbl::pg_catalog.oid
+    LOOP
+        problems := problems OPERATOR(pg_catalog.||) pg_catalog.format(
+            'relation "%s" is attached in ordering.attachments, but has no sequencing trigger', att.tbl);
+    END LOOP;
+    IF pg_catalog.cardinality(problems) OPERATOR(pg_catalog.>) 0 THEN
+        RAISE EXCEPTION 'the sequencing triggers and ordering.attachments disagree on % table(s)',
+            pg_catalog.cardinality(problems)
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = pg_catalog.array_to_string(problems, E'\n'),
+                  HINT = 'Make them agree, then call ordering.post_restore() again (restore mode stays on until then): ordering.detach() drops a trigger, ordering.attach() creates the triggers of a table and continues its stream.';
+    END IF;
+    -- every counter at least the highest number restored in its table
+    FOR att IN SELECT * FROM ordering.attachments x WHERE x.attached LOOP
+        -- a table whose columns changed is named and left
+        CONTINUE WHEN NOT ordering_internal.attachment_restorable(att.tbl, att.stream,
+                                                                  att.resource_column,
+                                                                  att.sequence_column);
+        -- Citus: a distributed stream's counter table, on every node
+        IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+            IF ordering_internal.distributed_counters(att.stream) IS NOT NULL THEN
+                PERFORM ordering_internal.citus_raise_counters(
+                    att.tbl, att.resource_column, att.sequence_column, att.stream,
+                    ordering_internal.distributed_counters(att.stream));
+                CONTINUE;
+            END IF;
+        END IF;
+        PERFORM ordering_internal.seed_counters(att.tbl);
+    END LOOP;
+    EXECUTE pg_catalog.format('ALTER DATABASE %I RESET ordering.restoring',
+                              pg_catalog.current_database());
+    PERFORM pg_catalog.set_config('ordering.restoring', 'off', false);
+    RETURN true;
+END
+$$;
+
+-- Relays of a distributed outbox (docs/citus.md, "Relays").  Citus refuses
+-- SELECT ... FOR UPDATE SKIP LOCKED across shards, so a relay claims on one
+-- node at a time: it connects to every node that holds shards of the outbox
+-- (ordering.relay_nodes() names them), and on each claims from the shards
+-- placed there, skipping what other relays of that node hold, publishes,
+-- marks, and commits.  Each shard is claimed under its Citus metadata lock
+-- (ordering_internal.lock_shard_for_relay()), so no move or split of it
+-- completes while a relay holds rows of it, and a shard that moved away is
+-- skipped: its rows are claimed on their new node.  The outbox needs the
+-- columns id bigint and published_at timestamptz, as ordering.outbox has.
+
+CREATE FUNCTION ordering_internal.lock_shard_for_relay(outbox regclass, shardid bigint)
+    RETURNS void
+    LANGUAGE c VOLATILE STRICT
+    AS 'MODULE_PATHNAME', 'ordering_lock_shard_for_relay';
+COMMENT ON FUNCTION ordering_internal.lock_shard_for_relay(regclass, bigint) IS
+    'Internal to the relay functions: the Citus metadata lock of a shard of an outbox, in share mode, to the end of the transaction, for a caller who may update the outbox';
+GRANT EXECUTE ON FUNCTION ordering_internal.lock_shard_for_relay(regclass, bigint) TO PUBLIC;
+
+-- The shards of a distributed table placed on this node, locked for relays.
+CREATE FUNCTION ordering_internal.relay_shards(outbox regclass)
+    RETURNS TABLE (shardid bigint, shard regclass)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    sh record;
+    still boolean;
+BEGIN
+    IF (ordering_internal.citus_distribution(outbox)).partmethod IS DISTINCT FROM 'h' THEN
+        RAISE EXCEPTION 'relation "%" is not distributed by Citus', outbox
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Relays of a table on one node claim with SELECT ... FOR UPDATE SKIP LOCKED (ordering.claim_unpublished() for ordering.outbox).';
+    END IF;
+    FOR sh IN EXECUTE $q$
+        SELECT s.shardid, pg_catalog.shard_name(s.logicalrelid, s.shardid, false) AS name
+          FROM pg_catalog.pg_dist_shard s
+          JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid
+         WHERE s.logicalrelid OPERATOR(pg_catalog.=) $1
+           AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)
+         ORDER BY pg_catalog.random()$q$ USING outbox
+    LOOP
+        PERFORM ordering_internal.lock_shard_for_relay(outbox, sh.shardid);
+        -- after the lock: is it still here (not moved or split meanwhile)?
+        EXECUTE $q$
+            SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p
+                            WHERE p.shardid OPERATOR(pg_catalog.=) $1
+                              AND p.groupid OPERATOR(pg_catalog.=)
+                                  (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g))$q$
+           INTO still USING sh.shardid;
+        IF still THEN
+            shardid := sh.shardid;
+            shard := pg_catalog.to_regclass(sh.name);
+            RETURN NEXT;
+        END IF;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.relay_shards(regclass) IS
+    'Internal to the relay functions: the shards of a distributed outbox placed on this node, each locked against moves and splits to the end of the transaction';
+
+CREATE FUNCTION ordering.claim_unpublished_on_node(outbox anyelement,
+                                                   batch_size integer DEFAULT 100)
+    RETURNS SETOF anyelement
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    tbl regclass;
+    sh record;
+    wanted bigint;
+    got bigint;
+BEGIN
+    IF batch_size IS NULL THEN
+        RAISE EXCEPTION 'batch_size must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF batch_size OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'batch_size must not be negative, got %', batch_size
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT NULLIF(t.typrelid, 0)::pg_catalog.regclass INTO tbl
+      FROM pg_catalog.pg_type t
+     WHERE t.oid OPERATOR(pg_catalog.=) pg_catalog.pg_typeof(outbox);
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'outbox must be a row of the outbox table, got type %', pg_catalog.pg_typeof(outbox)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Call it as ordering.claim_unpublished_on_node(NULL::my_outbox, 100).';
+    END IF;
+    wanted := batch_size;
+    FOR sh IN SELECT * FROM ordering_internal.relay_shards(tbl) LOOP
+        EXIT WHEN wanted OPERATOR(pg_catalog.<=) 0;
+        RETURN QUERY EXECUTE pg_catalog.format(
+            'SELECT * FROM %s o WHERE o.published_at IS NULL '
+            ' ORDER BY o.id LIMIT $1 FOR UPDATE SKIP LOCKED', sh.shard)
+          USING wanted;
+        GET DIAGNOSTICS got = ROW_COUNT;
+        wanted := wanted OPERATOR(pg_catalog.-) got;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ordering.claim_unpublished_on_node(anyelement, integer) IS
+    'For relays of an outbox distributed by Citus, on each node that holds its shards: up to batch_size unpublished rows of the shards placed on this node, locked until the end of the caller''s transaction and skipped by other relays; call it as claim_unpublished_on_node(NULL::my_outbox, n)';
+REVOKE EXECUTE ON FUNCTION ordering.claim_unpublished_on_node(anyelement, integer) FROM PUBLIC;
+
+CREATE FUNCTION ordering.mark_published_on_node(outbox regclass, ids bigint[])
+    RETURNS bigint
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    sh record;
+    got bigint;
+    total bigint := 0;
+BEGIN
+    IF outbox IS NULL OR ids IS NULL THEN
+        RAISE EXCEPTION 'outbox and ids must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    FOR sh IN SELECT * FROM ordering_internal.relay_shards(outbox) LOOP
+        EXECUTE pg_catalog.format(
+            'UPDATE %s o SET published_at = pg_catalog.now() '
+            ' WHERE o.id OPERATOR(pg_catalog.=) ANY ($1) AND o.published_at IS NULL', sh.shard)
+          USING ids;
+        GET DIAGNOSTICS got = ROW_COUNT;
+        total := total OPERATOR(pg_catalog.+) got;
+    END LOOP;
+    RETURN total;
+END
+$$;
+COMMENT ON FUNCTION ordering.mark_published_on_node(regclass, bigint[]) IS
+    'For relays of an outbox distributed by Citus: stamps published_at on the rows with these ids in the shards placed on this node (those claim_unpublished_on_node() returned there); returns rows changed';
+REVOKE EXECUTE ON FUNCTION ordering.mark_published_on_node(regclass, bigint[]) FROM PUBLIC;
+
+CREATE FUNCTION ordering.relay_nodes(outbox regclass)
+    RETURNS TABLE (node_name text, node_port integer, shards bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF (ordering_internal.citus_distribution(outbox)).partmethod IS DISTINCT FROM 'h' THEN
+        RAISE EXCEPTION 'relation "%" is not distributed by Citus', outbox
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    RETURN QUERY EXECUTE $q$
+        SELECT n.nodename::pg_catalog.text, n.nodeport, pg_catalog.count(*)
+          FROM pg_catalog.pg_dist_shard s
+          JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid
+          JOIN pg_catalog.pg_dist_node n ON n.groupid OPERATOR(pg_catalog.=) p.groupid
+                                        AND n.noderole OPERATOR(pg_catalog.=) 'primary'
+         WHERE s.logicalrelid OPERATOR(pg_catalog.=) $1
+         GROUP BY 1, 2
+         ORDER BY 1, 2$q$ USING outbox;
+END
+$$;
+COMMENT ON FUNCTION ordering.relay_nodes(regclass) IS
+    'For relays of an outbox distributed by Citus: the nodes that hold its shards now, where relays claim with ordering.claim_unpublished_on_node(); ask again after moves, rebalances and new nodes';
+REVOKE EXECUTE ON FUNCTION ordering.relay_nodes(regclass) FROM PUBLIC;
+
+-- The producer set gets the relay functions of a distributed outbox.
+CREATE OR REPLACE FUNCTION ordering.grant_producer(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
+        'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
+        'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
+        'ordering.wake_relays(regclass, boolean), '
+        'ordering.create_sequencing_triggers(regclass, name, name, text), '
+        'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
+        'ordering.sequence_guard(), ordering.resource_key(anyelement), '
+        'ordering.claim_unpublished(integer, boolean, interval), '
+        'ordering.wait_for_standbys(interval), '
+        'ordering.mark_published(bigint[]), ordering.republish(text, bigint, bigint), '
+        'ordering.purge_published(interval), '
+        -- reconciliation, producer side
+        'ordering.stream_summary(text, integer, text, text[]), '
+        'ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean), '
+        'ordering.count_reconciled(text, bigint, bigint, bigint), '
+        'ordering.reconcile_check_arguments(integer, text), '
+        'ordering.reconcile_check_stream(text, text[]), '
+        'ordering.reconcile_producer_resources(text, text, text[]), '
+        'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint), '
+        -- relays of an outbox distributed by Citus
+        'ordering.claim_unpublished_on_node(anyelement, integer), '
+        'ordering.mark_published_on_node(regclass, bigint[]), ordering.relay_nodes(regclass)',
+        -- the outbox is written by plain SQL (emit, relays, retention)
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.outbox',
+        'SELECT ON ordering.sequences',
+        -- attach() reads the registry; it and detach() write it through
+        -- two functions of ordering_internal, never with SQL
+        'SELECT ON ordering.attachments',
+        'EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name), '
+        'ordering_internal.attachment_unregister(regclass)');
+END
+$$;
+
+COMMENT ON FUNCTION ordering.grant_producer(regrole) IS
+    'Grants what a producer and its relays need: emit, next/last_sequence, attach/detach, wake_relays, the relay functions (claim_unpublished, wait_for_standbys, mark_published, republish, purge_published, and for an outbox distributed by Citus claim_unpublished_on_node, mark_published_on_node, relay_nodes), the producer side of reconciliation, and the outbox; read access to the counters and to the registry of attached tables, which only attach() and detach() write';
+
+-- Roles that have the producer set (EXECUTE on attach(), as 1.1 and the
+-- hardening recognize them) get them too.
+DO $$
+DECLARE
+    grantee regrole;
+BEGIN
+    FOR grantee IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.attach(regclass, name, name, text)'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        PERFORM ordering.grant_privileges(grantee,
+            'EXECUTE ON FUNCTION ordering.claim_unpublished_on_node(anyelement, integer), '
+            'ordering.mark_published_on_node(regclass, bigint[]), ordering.relay_nodes(regclass)');
+    END LOOP;
+END
+$$;
+
+-- Privileges.  Every function above that is not in schema ordering is
+-- SECURITY INVOKER (it does only what its caller may do anyway) or checks
+-- its caller's rights itself (last_distributed_sequence, lock_shard_for_relay):
+-- EXECUTE for PUBLIC, so that attach(), detach(), last_sequence(), check(),
+-- post_restore() and the relay functions work for whoever may call those
+-- (every role has USAGE on schema ordering_internal).  On one node they
+-- never call into these functions.
+GRANT EXECUTE ON FUNCTION ordering_internal.counter_table_name(text),
+    ordering_internal.distributed_counters(text),
+    ordering_internal.citus_distribution(regclass),
+    ordering_internal.citus_attach_check(regclass, name),
+    ordering_internal.citus_counter_table(regclass, name, text),
+    ordering_internal.create_distributed_sequencing_triggers(regclass, name, name, text, regclass),
+    ordering_internal.citus_raise_counters(regclass, name, name, text, regclass),
+    ordering_internal.citus_trigger_copy(regclass),
+    ordering_internal.check_distributed(regclass, name, name, text, bigint),
+    ordering_internal.relay_shards(regclass)
+    TO PUBLIC;
+
 -- (end of section)
 
 -- ------------------------------------------------------------------------

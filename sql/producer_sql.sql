@@ -393,8 +393,9 @@ INSERT INTO lone (resource_id) VALUES ('r');
 \echo :SQLSTATE
 DROP TABLE lone;
 
--- Attaching a table that Citus distributes is refused (a stand-in for
--- Citus's catalog table here).
+-- Attaching a table that Citus manages in a way ordering cannot read is
+-- refused (a stand-in for Citus's catalog table here, without its columns;
+-- test/t/040_citus_producer.pl attaches real distributed tables).
 SET allow_system_table_mods = on;
 CREATE TABLE pg_catalog.pg_dist_partition (logicalrelid regclass);
 RESET allow_system_table_mods;

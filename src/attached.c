@@ -17,11 +17,20 @@
  *	  registered as attached with this trigger's stream: a trigger copied or
  *	  created by hand or by a tool (Citus creates the triggers of a
  *	  distributed table on its shards, each of which would count on its own
- *	  node), or a partition detached with its trigger (SQLSTATE 0A000);
+ *	  node: a table attached before Citus distributed it), or a partition
+ *	  detached with its trigger (SQLSTATE 0A000);
  *	- the relation is registered, but a companion is missing or not enabled
  *	  like the sequencing trigger (ALTER TABLE ... DISABLE TRIGGER of one of
  *	  them): without it numbers of stored rows would be given back
  *	  (SQLSTATE 55000).
+ *
+ * A sequencing trigger with a fourth argument, the counter table of a
+ * stream distributed by Citus, fires on a shard of a table attached on the
+ * coordinator, where the registry is: citus.c checks the picture there in
+ * Citus's metadata instead, and finds the counter shard the row is counted
+ * in.  Such a verdict is also forgotten when the relcache entry of the
+ * distributed table or of its counter table is invalidated (citus.c says
+ * why that suffices).
  *
  * The verdict is cached per relation and forgotten when the relation's
  * relcache entry is invalidated, which attaching, detaching, creating or
@@ -66,6 +75,7 @@
 #include "utils/snapmgr.h"
 
 #include "attached.h"
+#include "citus.h"
 #include "ordering.h"
 #include "owned.h"
 
@@ -78,9 +88,25 @@ typedef struct AttachedEntry
 	Oid			relid;			/* hash key */
 	Oid			tgoid;			/* the sequencing trigger checked */
 	AttachedTable table;
+	Oid			depends[2];		/* a shard's distributed table and counter
+								 * table (citus.c), or InvalidOid */
 } AttachedEntry;
 
 static HTAB *attached_cache = NULL;
+
+/* How many entries depend on other relations (depends[] set) */
+static int	attached_dependents = 0;
+
+/*
+ * Remove an entry of the cache.
+ */
+static void
+attached_forget(AttachedEntry *entry)
+{
+	if (OidIsValid(entry->depends[0]))
+		attached_dependents--;
+	(void) hash_search(attached_cache, &entry->relid, HASH_REMOVE, NULL);
+}
 
 /* The OIDs of our trigger functions, InvalidOid while not looked up */
 static Oid	sequence_trigger_fn = InvalidOid;
@@ -94,19 +120,21 @@ static bool trigger_fns_known = false;
 static void
 attached_relcache_callback(Datum arg, Oid relid)
 {
+	HASH_SEQ_STATUS status;
+	AttachedEntry *entry;
+
 	if (attached_cache == NULL)
 		return;
-	if (relid == InvalidOid)
+	if (relid == InvalidOid || attached_dependents > 0)
 	{
-		HASH_SEQ_STATUS status;
-		AttachedEntry *entry;
-
 		hash_seq_init(&status, attached_cache);
 		while ((entry = hash_seq_search(&status)) != NULL)
-			(void) hash_search(attached_cache, &entry->relid, HASH_REMOVE, NULL);
+			if (relid == InvalidOid || entry->relid == relid ||
+				entry->depends[0] == relid || entry->depends[1] == relid)
+				attached_forget(entry);
 	}
-	else
-		(void) hash_search(attached_cache, &relid, HASH_REMOVE, NULL);
+	else if ((entry = hash_search(attached_cache, &relid, HASH_FIND, NULL)) != NULL)
+		attached_forget(entry);
 }
 
 /*
@@ -279,32 +307,59 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text,
 		*table = entry->table;
 		return;
 	}
+	if (entry != NULL)
+		attached_forget(entry);
 
 	/* a 1.0 database has neither the companions nor the registry */
 	owned_check_version();
-	stream = text_to_cstring(stream_text);
-	registered = registered_stream(rel, &wake_relays);
-	if (registered == NULL || strcmp(registered, stream) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("relation \"%s\" is not attached to stream \"%s\"",
-						RelationGetRelationName(rel), stream),
-				 errdetail("Only a table attached with ordering.attach(), or a partition of one, is sequenced; a copy of its trigger elsewhere (a shard of a distributed table, say) would count numbers of its own."),
-				 registered == NULL ?
-				 errhint("After a restore, call ordering.post_restore(): it registers the tables whose triggers were restored.  Otherwise call ordering.detach() and ordering.attach() on the table.") :
-				 errhint("Call ordering.detach() and ordering.attach() on the table.")));
-	/* only a table attach() registered can be attached incompletely */
-	check_companions(rel, trigger);
+	if (trigger->tgnargs == 4)
+	{
+		/* a shard of a distributed stream (file header) */
+		Oid			logical;
+		Oid			counters;
+		int32		hash_min;
+		int32		hash_max;
+		Oid			shard = citus_counter_shard(rel, trigger, &logical,
+												&counters, &hash_min,
+												&hash_max);
 
-	entry = hash_search(attached_cache, &relid, HASH_ENTER, NULL);
+		check_companions(rel, trigger);
+
+		entry = hash_search(attached_cache, &relid, HASH_ENTER, NULL);
+		entry->table.counters = shard;
+		entry->table.hash_min = hash_min;
+		entry->table.hash_max = hash_max;
+		entry->depends[0] = logical;
+		entry->depends[1] = counters;
+		attached_dependents++;
+	}
+	else
+	{
+		stream = text_to_cstring(stream_text);
+		registered = registered_stream(rel, &wake_relays);
+		if (registered == NULL || strcmp(registered, stream) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("relation \"%s\" is not attached to stream \"%s\"",
+							RelationGetRelationName(rel), stream),
+					 errdetail("Only a table attached with ordering.attach(), or a partition of one, is sequenced; a copy of its trigger elsewhere (a shard of a distributed table, say) would count numbers of its own."),
+					 registered == NULL ?
+					 errhint("After a restore, call ordering.post_restore(): it registers the tables whose triggers were restored.  Otherwise call ordering.detach() and ordering.attach() on the table.") :
+					 errhint("Call ordering.detach() and ordering.attach() on the table.")));
+		/* only a table attach() registered can be attached incompletely */
+		check_companions(rel, trigger);
+		pfree(registered);
+		pfree(stream);
+		entry = hash_search(attached_cache, &relid, HASH_ENTER, NULL);
+		entry->table.counters = InvalidOid;
+		entry->depends[0] = entry->depends[1] = InvalidOid;
+	}
 	entry->tgoid = trigger->tgoid;
 	entry->table.wake_relays = wake_relays;
 	entry->table.later_trigger =
 		later_before_insert_trigger(rel->trigdesc,
 									trigger_index(rel->trigdesc, trigger->tgoid));
 	*table = entry->table;
-	pfree(registered);
-	pfree(stream);
 }
 
 /*

@@ -16,6 +16,11 @@ typedef struct AttachedTable
 {
 	bool		wake_relays;	/* the relay wake-up is on (wakeup.c) */
 	bool		later_trigger;	/* a BEFORE INSERT trigger fires after ours */
+	Oid			counters;		/* the counter table: InvalidOid for
+								 * ordering.sequences, or a counter shard
+								 * (citus.c) */
+	int32		hash_min;		/* with a counter shard: the hash range of */
+	int32		hash_max;		/* the shard's resources */
 } AttachedTable;
 
 extern void attached_check(Relation rel, Trigger *trigger, text *stream,

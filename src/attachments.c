@@ -15,13 +15,14 @@
  *
  *	- attachment_register() records a table as attached to a stream only
  *	  while the table has the sequencing trigger with exactly those
- *	  arguments, which creating it needed the TRIGGER privilege on the table
- *	  for (checked here too); and, when other tables already feed that
- *	  stream (attached now or detached, whose re-attach continues it), only
- *	  for a member of each of their owners' roles: attaching to a stream
- *	  takes numbers from it, so it belongs to whoever owns its tables
- *	  (SQLSTATE 42501 otherwise).  Streams that only next_sequence() uses
- *	  have no tables, and no owner.
+ *	  arguments (and, on a table Citus distributes, the stream's counter
+ *	  table as a fourth: citus.c), which creating it needed the TRIGGER
+ *	  privilege on the table for (checked here too); and, when other
+ *	  tables already feed that stream (attached now or detached, whose
+ *	  re-attach continues it), only for a member of each of their owners'
+ *	  roles: attaching to a stream takes numbers from it, so it belongs to
+ *	  whoever owns its tables (SQLSTATE 42501 otherwise).  Streams that only
+ *	  next_sequence() uses have no tables, and no owner.
  *	- attachment_unregister() records a table as detached only once its
  *	  sequencing trigger is gone, which dropping needed its ownership.
  *
@@ -58,6 +59,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "citus.h"
 #include "ordering.h"
 #include "owned.h"
 
@@ -202,10 +204,13 @@ ordering_attachment_register(PG_FUNCTION_ARGS)
 		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
 	trigger = sequencing_trigger(rel);
-	if (trigger == NULL || trigger->tgnargs != 3 ||
+	/* a fourth argument names the counter table of a Citus stream */
+	if (trigger == NULL || trigger->tgnargs < 3 || trigger->tgnargs > 4 ||
 		strcmp(trigger->tgargs[0], NameStr(*rescol)) != 0 ||
 		strcmp(trigger->tgargs[1], NameStr(*seqcol)) != 0 ||
-		strcmp(trigger->tgargs[2], text_to_cstring(stream)) != 0)
+		strcmp(trigger->tgargs[2], text_to_cstring(stream)) != 0 ||
+		(trigger->tgnargs == 4 &&
+		 !citus_is_counter_argument(stream, trigger->tgargs[3])))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("relation \"%s\" has no sequencing trigger for stream \"%s\" on columns \"%s\" and \"%s\"",

@@ -16,6 +16,11 @@
  * an error context names the stream and the resource, so a deadlock or
  * lock_timeout report says which counter was wanted.
  *
+ * Each function takes the counter table to advance ("counters"): InvalidOid
+ * for ordering.sequences, or the OID of a counter shard of a stream that
+ * Citus distributes (citus.c), a table of the same shape that the storage
+ * layer opens by OID.  The rules above are the same in both.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -104,10 +109,12 @@ decide_counter(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 }
 
 /*
- * Run one request on the counter of (stream, resource).
+ * Run one request on the counter of (stream, resource) in "counters" (file
+ * header).
  */
 static void
-counter_request(text *stream, text *resource, CounterRequest *req)
+counter_request(Oid counters, text *stream, text *resource,
+				CounterRequest *req)
 {
 	ErrorContextCallback callback;
 	CounterContext cc = {stream, resource};
@@ -124,7 +131,10 @@ counter_request(text *stream, text *resource, CounterRequest *req)
 
 	key[0] = PointerGetDatum(stream);
 	key[1] = PointerGetDatum(resource);
-	owned_open(OWNED_SEQUENCES, RowExclusiveLock, &orel);
+	if (OidIsValid(counters))
+		owned_open_relid(OWNED_SEQUENCES, counters, RowExclusiveLock, &orel);
+	else
+		owned_open(OWNED_SEQUENCES, RowExclusiveLock, &orel);
 	owned_advance(&orel, key, decide_counter, req, &row);
 	owned_close(&orel);
 
@@ -135,11 +145,11 @@ counter_request(text *stream, text *resource, CounterRequest *req)
  * The next number of (stream, resource), in the caller's transaction.
  */
 int64
-counter_next(text *stream, text *resource)
+counter_next_in(Oid counters, text *stream, text *resource)
 {
 	CounterRequest req = {COUNTER_NEXT};
 
-	counter_request(stream, resource, &req);
+	counter_request(counters, stream, resource, &req);
 	if (req.overflow)
 		ereport(ERROR,
 				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
@@ -165,13 +175,14 @@ counter_next(text *stream, text *resource)
  * is never a restore.  A number below 1 is no sequence number at all.
  */
 void
-counter_expect(text *stream, text *resource, int64 seq, CounterSource source)
+counter_expect_in(Oid counters, text *stream, text *resource, int64 seq,
+				  CounterSource source)
 {
 	CounterRequest req = {COUNTER_NEXT};
 	bool		beyond;
 	bool		restore;
 
-	counter_request(stream, resource, &req);
+	counter_request(counters, stream, resource, &req);
 	if (!req.overflow && req.result == seq)
 		return;
 	beyond = !req.overflow && seq > req.result;
@@ -203,7 +214,7 @@ counter_raise(text *stream, text *resource, int64 seq)
 {
 	CounterRequest req = {COUNTER_RAISE, seq};
 
-	counter_request(stream, resource, &req);
+	counter_request(InvalidOid, stream, resource, &req);
 }
 
 /*
@@ -212,10 +223,10 @@ counter_raise(text *stream, text *resource, int64 seq)
  * false otherwise, having changed nothing.
  */
 bool
-counter_give_back(text *stream, text *resource, int64 seq)
+counter_give_back_in(Oid counters, text *stream, text *resource, int64 seq)
 {
 	CounterRequest req = {COUNTER_GIVE_BACK, seq};
 
-	counter_request(stream, resource, &req);
+	counter_request(counters, stream, resource, &req);
 	return !req.not_last;
 }

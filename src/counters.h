@@ -20,10 +20,34 @@ typedef enum CounterSource
 								 * plain format) */
 } CounterSource;
 
-extern int64 counter_next(text *stream, text *resource);
-extern void counter_expect(text *stream, text *resource, int64 seq,
-						   CounterSource source);
+/*
+ * "counters": the counter table, InvalidOid for ordering.sequences (see
+ * counters.c); the forms without it use ordering.sequences.
+ */
+extern int64 counter_next_in(Oid counters, text *stream, text *resource);
+extern void counter_expect_in(Oid counters, text *stream, text *resource,
+							  int64 seq, CounterSource source);
 extern void counter_raise(text *stream, text *resource, int64 seq);
-extern bool counter_give_back(text *stream, text *resource, int64 seq);
+extern bool counter_give_back_in(Oid counters, text *stream, text *resource,
+								 int64 seq);
+
+static inline int64
+counter_next(text *stream, text *resource)
+{
+	return counter_next_in(InvalidOid, stream, resource);
+}
+
+static inline void
+counter_expect(text *stream, text *resource, int64 seq,
+			   CounterSource source)
+{
+	counter_expect_in(InvalidOid, stream, resource, seq, source);
+}
+
+static inline bool
+counter_give_back(text *stream, text *resource, int64 seq)
+{
+	return counter_give_back_in(InvalidOid, stream, resource, seq);
+}
 
 #endif							/* ORDERING_COUNTERS_H */

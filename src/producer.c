@@ -29,6 +29,11 @@
  *	  The guard recognizes the UPDATE-then-DELETE of one tuple and lets the
  *	  insert that follows in the same command through without a new number.
  *
+ * On a table that Citus distributes, attach() adds a fourth argument to
+ * the sequencing trigger, the stream's counter table, and the trigger
+ * counts in its shard next to the row's shard instead of in
+ * ordering.sequences (citus.c); everything else here is the same.
+ *
  * The resource is keyed by resource_key.c's text, which no session setting
  * changes.  During a restore (ordering.restoring, set by
  * ordering.pre_restore()) supplied numbers are restored history: the rows
@@ -55,6 +60,7 @@
 #include "utils/rel.h"
 
 #include "attached.h"
+#include "citus.h"
 #include "counters.h"
 #include "ordering.h"
 #include "owned.h"
@@ -71,8 +77,8 @@ PG_FUNCTION_INFO_V1(ordering_sequence_guard);
 PG_FUNCTION_INFO_V1(ordering_next_sequence);
 
 static const TriggerProtocol sequence_trigger_protocol = {
-	"ordering.sequence_trigger()", TRIGGER_EVENT_INSERT, false, 2, 3,
-	"(resource_column, sequence_column [, stream])",
+	"ordering.sequence_trigger()", TRIGGER_EVENT_INSERT, false, 2, 4,
+	"(resource_column, sequence_column [, stream [, counter_table]])",
 	"Use ordering.attach() to install it."
 };
 
@@ -121,7 +127,7 @@ trigger_stream(TriggerData *trigdata)
 {
 	Relation	rel = trigdata->tg_relation;
 
-	if (trigdata->tg_trigger->tgnargs == 3)
+	if (trigdata->tg_trigger->tgnargs >= 3)
 		return cstring_to_text(trigdata->tg_trigger->tgargs[2]);
 	return cstring_to_text(psprintf("%s.%s",
 									get_namespace_name(RelationGetNamespace(rel)),
@@ -246,10 +252,11 @@ report_stored(text *stream, text *resource)
  * rollback would give the number back and forget the report).
  */
 static void
-numbered(const SequencedRow *row, int64 seq, bool later_trigger)
+numbered(const SequencedRow *row, const AttachedTable *table, int64 seq)
 {
-	if (provisional_row_may_be_skipped(later_trigger))
-		provisional_record(row->stream, row->resource, seq, later_trigger);
+	if (provisional_row_may_be_skipped(table->later_trigger))
+		provisional_record(table->counters, row->stream, row->resource, seq,
+						   table->later_trigger);
 	else
 		report_stored(row->stream, row->resource);
 }
@@ -294,6 +301,9 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 
 	attached_check(trigdata->tg_relation, trigdata->tg_trigger, row.stream,
 				   &table);
+	if (OidIsValid(table.counters))
+		citus_check_shard_range(trigdata->tg_relation, &table, row.resattno,
+								row.resource);
 	if (table.wake_relays)
 		ordering_wakeup_arm(row.stream);
 
@@ -303,13 +313,15 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	{
 		if (take_moving_row(&row))
 			return PointerGetDatum(tuple);
-		counter_expect(row.stream, row.resource, row.seq, counter_source());
-		numbered(&row, row.seq, table.later_trigger);
+		counter_expect_in(table.counters, row.stream, row.resource, row.seq,
+						  counter_source());
+		numbered(&row, &table, row.seq);
 		return PointerGetDatum(tuple);
 	}
 
-	seq = Int64GetDatum(counter_next(row.stream, row.resource));
-	numbered(&row, DatumGetInt64(seq), table.later_trigger);
+	seq = Int64GetDatum(counter_next_in(table.counters, row.stream,
+										row.resource));
+	numbered(&row, &table, DatumGetInt64(seq));
 	column = row.seqattno;
 	return PointerGetDatum(heap_modify_tuple_by_cols(tuple,
 													 RelationGetDescr(trigdata->tg_relation),
@@ -506,7 +518,9 @@ ordering_next_sequence(PG_FUNCTION_ARGS)
 	owned_prevent_write("ordering.next_sequence()");
 	if (ordering_restoring)
 		refuse_while_restoring("sequence numbers");
-	seq = counter_next(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1));
+	/* a distributed stream's counter is on the node of its shard */
+	if (!citus_next_sequence(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1), &seq))
+		seq = counter_next(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1));
 	ordering_stats_sequence_assigned(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	ordering_stats_hot_resource('s', text_to_cstring(PG_GETARG_TEXT_PP(0)),
 								text_to_cstring(PG_GETARG_TEXT_PP(1)), 1);

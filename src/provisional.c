@@ -104,15 +104,18 @@ static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /*
- * Record a number handed to a row at the current level; with check_stored,
- * the row is checked once stored (file header).
+ * Record a number handed to a row at the current level, from the counter
+ * table "counters" (counters.c); with check_stored, the row is checked once
+ * stored (file header).
  */
 void
-provisional_record(text *stream, text *resource, int64 seq, bool check_stored)
+provisional_record(Oid counters, text *stream, text *resource, int64 seq,
+				   bool check_stored)
 {
 	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 	Provisional *p = palloc(sizeof(Provisional));
 
+	p->counters = counters;
 	p->stream = (text *) PG_DETOAST_DATUM_COPY(PointerGetDatum(stream));
 	p->resource = (text *) PG_DETOAST_DATUM_COPY(PointerGetDatum(resource));
 	p->seq = seq;
@@ -215,7 +218,7 @@ give_back(int level)
 
 		if (level >= 0 && p->level != level)
 			continue;
-		if (!counter_give_back(p->stream, p->resource, p->seq))
+		if (!counter_give_back_in(p->counters, p->stream, p->resource, p->seq))
 			ereport(ERROR,
 					(errcode(ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION),
 					 errmsg("sequence number " INT64_FORMAT " of resource \"%s\" in stream \"%s\" went to a row that was not inserted, and a later row already has a higher number",

@@ -10,12 +10,13 @@
 
 extern void provisional_init(void);
 extern bool provisional_row_may_be_skipped(bool later_trigger);
-extern void provisional_record(text *stream, text *resource, int64 seq,
-							   bool check_stored);
+extern void provisional_record(Oid counters, text *stream, text *resource,
+							   int64 seq, bool check_stored);
 
 /* A number handed out whose row is not known to be stored */
 typedef struct Provisional
 {
+	Oid			counters;		/* the counter table (counters.c) */
 	text	   *stream;
 	text	   *resource;
 	int64		seq;

@@ -33,6 +33,10 @@
  * measures it), and PREPARE TRANSACTION refuses a transaction that sent
  * one.  Hence off by default.
  *
+ * A table distributed by Citus is refused: its rows are stored on the
+ * workers, in transactions that Citus prepares for two-phase commit when
+ * they span nodes, and PREPARE TRANSACTION refuses one that sent NOTIFY.
+ *
  * Turning it on or off (ordering.wake_relays()) takes SHARE ROW EXCLUSIVE
  * on the table and its partitions, as CREATE TRIGGER does, so it waits for
  * the transactions writing them and takes effect for every one after it;
@@ -56,6 +60,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "citus.h"
 #include "ordering.h"
 #include "owned.h"
 #include "wakeup.h"
@@ -205,6 +210,12 @@ ordering_wake_relays(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("relation \"%s\" is not attached", get_rel_name(relid)),
 				 errhint("Call ordering.attach() on it first.")));
+	if (OidIsValid(citus_stream_counter_table(DatumGetTextPP(row.values[ATTACHMENTS_STREAM - 1]))))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("relation \"%s\" is distributed by Citus: its rows are stored on the workers, in transactions that Citus may prepare for two-phase commit, which cannot send NOTIFY",
+						get_rel_name(relid)),
+				 errhint("Relays of a distributed outbox poll each node with ordering.claim_unpublished_on_node() (docs/citus.md).")));
 	memcpy(values, row.values, sizeof(values));
 	memcpy(nulls, row.nulls, sizeof(nulls));
 	values[ATTACHMENTS_WAKE_RELAYS - 1] = BoolGetDatum(enabled);
