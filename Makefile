@@ -26,6 +26,7 @@ OBJS = \
 	src/restore.o \
 	src/protect.o \
 	src/consumer.o \
+	src/consumer_citus.o \
 	src/citus_meta.o \
 	src/batch.o \
 	src/handlers.o \

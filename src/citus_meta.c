@@ -202,19 +202,33 @@ citus_table(Oid relid, CitusTable *table)
 }
 
 /*
- * The shards of a table, with a callback per shard: its id and hash range.
+ * qsort comparator of shards by the start of their ranges.
  */
-typedef void (*ShardVisitor) (int64 shardid, int32 minvalue, int32 maxvalue,
-							  void *arg);
+static int
+shard_cmp(const void *a, const void *b)
+{
+	int32		ma = ((const CitusShard *) a)->minvalue;
+	int32		mb = ((const CitusShard *) b)->minvalue;
 
-static void
-citus_visit_shards(Oid relid, ShardVisitor visit, void *arg)
+	return ma < mb ? -1 : (ma > mb ? 1 : 0);
+}
+
+/*
+ * The shards of a table, sorted by the start of their hash ranges: a
+ * shard's index is its rank there, as in Citus's sortedShardIntervalArray
+ * (file header).  *n gets their number.
+ */
+CitusShard *
+citus_shards(Oid relid, int *n)
 {
 	CitusCatalog cat;
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tuple;
+	int			size = 32;
+	CitusShard *shards = palloc(sizeof(CitusShard) * size);
 
+	*n = 0;
 	citus_catalog_open("pg_dist_shard", "pg_dist_shard_logical_relid_index",
 					   &cat);
 	ScanKeyInit(&key, citus_attnum(&cat, "logicalrelid"), BTEqualStrategyNumber,
@@ -222,71 +236,66 @@ citus_visit_shards(Oid relid, ShardVisitor visit, void *arg)
 	scan = systable_beginscan(cat.rel, cat.index, true, NULL, 1, &key);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
-		int64		shardid = DatumGetInt64(citus_column_notnull(&cat, tuple, "shardid"));
-		char	   *min = TextDatumGetCString(citus_column_notnull(&cat, tuple, "shardminvalue"));
-		char	   *max = TextDatumGetCString(citus_column_notnull(&cat, tuple, "shardmaxvalue"));
+		CitusShard *shard;
 
-		visit(shardid, pg_strtoint32(min), pg_strtoint32(max), arg);
+		if (*n == size)
+		{
+			size *= 2;
+			shards = repalloc(shards, sizeof(CitusShard) * size);
+		}
+		shard = &shards[(*n)++];
+		shard->shardid = DatumGetInt64(citus_column_notnull(&cat, tuple, "shardid"));
+		shard->minvalue = pg_strtoint32(TextDatumGetCString(citus_column_notnull(&cat, tuple, "shardminvalue")));
+		shard->maxvalue = pg_strtoint32(TextDatumGetCString(citus_column_notnull(&cat, tuple, "shardmaxvalue")));
+		shard->relid = InvalidOid;
 	}
 	systable_endscan(scan);
 	table_close(cat.rel, AccessShareLock);
-}
-
-/* What citus_shard_for() and citus_colocated_shard() look for */
-typedef struct ShardSearch
-{
-	bool		by_hash;		/* the shard holding hash, else the one
-								 * starting at minvalue */
-	int32		hash;
-	int32		minvalue;
-	bool		found;
-	CitusShard *shard;
-	List	   *starts;			/* every shard's minvalue, for the rank */
-} ShardSearch;
-
-/*
- * ShardVisitor of a search: keeps the shard sought and every shard's start.
- */
-static void
-shard_search_visit(int64 shardid, int32 minvalue, int32 maxvalue, void *arg)
-{
-	ShardSearch *search = (ShardSearch *) arg;
-	bool		match = search->by_hash ?
-		(minvalue <= search->hash && search->hash <= maxvalue) :
-		minvalue == search->minvalue;
-
-	if (match)
-	{
-		search->found = true;
-		search->shard->shardid = shardid;
-		search->shard->minvalue = minvalue;
-		search->shard->maxvalue = maxvalue;
-	}
-	search->starts = lappend_int(search->starts, minvalue);
+	qsort(shards, *n, sizeof(CitusShard), shard_cmp);
+	for (int i = 0; i < *n; i++)
+		shards[i].index = i;
+	return shards;
 }
 
 /*
- * Run a search over the shards of relid, and rank the shard found: its
- * index in the shards sorted by start (file header).
+ * The hash Citus routes a value of the distribution column by (file
+ * header).
  */
-static bool
-citus_search(Oid relid, ShardSearch *search)
+int32
+citus_hash(const CitusTable *table, Datum value)
 {
-	ListCell   *lc;
+	TypeCacheEntry *type;
 
-	search->found = false;
-	search->starts = NIL;
-	citus_visit_shards(relid, shard_search_visit, search);
-	if (search->found)
+	type = lookup_type_cache(get_atttype(table->relid, table->distcol),
+							 TYPECACHE_HASH_PROC_FINFO);
+	if (!OidIsValid(type->hash_proc_finfo.fn_oid))
+		elog(ERROR, "no hash function for the distribution column of relation %u",
+			 table->relid);
+	return DatumGetInt32(FunctionCall1Coll(&type->hash_proc_finfo,
+										   table->distcoll, value));
+}
+
+/*
+ * The shard of sorted shards whose range holds hash, or NULL.
+ */
+const CitusShard *
+citus_shard_holding(const CitusShard *shards, int n, int32 hash)
+{
+	int			low = 0;
+	int			high = n - 1;
+
+	while (low <= high)
 	{
-		search->shard->index = 0;
-		search->shard->relid = InvalidOid;
-		foreach(lc, search->starts)
-			if (lfirst_int(lc) < search->shard->minvalue)
-				search->shard->index++;
+		int			mid = low + (high - low) / 2;
+
+		if (hash < shards[mid].minvalue)
+			high = mid - 1;
+		else if (hash > shards[mid].maxvalue)
+			low = mid + 1;
+		else
+			return &shards[mid];
 	}
-	list_free(search->starts);
-	return search->found;
+	return NULL;
 }
 
 /*
@@ -296,23 +305,18 @@ citus_search(Oid relid, ShardSearch *search)
 void
 citus_shard_for(const CitusTable *table, Datum value, CitusShard *shard)
 {
-	TypeCacheEntry *type;
-	ShardSearch search = {0};
+	int32		hash = citus_hash(table, value);
+	int			n;
+	CitusShard *shards = citus_shards(table->relid, &n);
+	const CitusShard *found = citus_shard_holding(shards, n, hash);
 
-	type = lookup_type_cache(get_atttype(table->relid, table->distcol),
-							 TYPECACHE_HASH_PROC_FINFO);
-	if (!OidIsValid(type->hash_proc_finfo.fn_oid))
-		elog(ERROR, "no hash function for the distribution column of relation %u",
-			 table->relid);
-	search.by_hash = true;
-	search.hash = DatumGetInt32(FunctionCall1Coll(&type->hash_proc_finfo,
-												  table->distcoll, value));
-	search.shard = shard;
-	if (!citus_search(table->relid, &search))
+	if (found == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("no shard of relation \"%s\" holds hash value %d",
-						get_rel_name(table->relid), search.hash)));
+						get_rel_name(table->relid), hash)));
+	*shard = *found;
+	pfree(shards);
 }
 
 /*
@@ -323,11 +327,20 @@ citus_shard_for(const CitusTable *table, Datum value, CitusShard *shard)
 bool
 citus_colocated_shard(Oid relid, int32 minvalue, CitusShard *shard)
 {
-	ShardSearch search = {0};
+	int			n;
+	CitusShard *shards = citus_shards(relid, &n);
+	bool		found = false;
 
-	search.minvalue = minvalue;
-	search.shard = shard;
-	return citus_search(relid, &search);
+	for (int i = 0; i < n && !found; i++)
+	{
+		if (shards[i].minvalue == minvalue)
+		{
+			*shard = shards[i];
+			found = true;
+		}
+	}
+	pfree(shards);
+	return found;
 }
 
 /*

@@ -32,6 +32,10 @@ typedef struct CitusShard
 } CitusShard;
 
 extern bool citus_table(Oid relid, CitusTable *table);
+extern CitusShard *citus_shards(Oid relid, int *n);
+extern int32 citus_hash(const CitusTable *table, Datum value);
+extern const CitusShard *citus_shard_holding(const CitusShard *shards, int n,
+											 int32 hash);
 extern void citus_shard_for(const CitusTable *table, Datum value,
 							CitusShard *shard);
 extern bool citus_colocated_shard(Oid relid, int32 minvalue,
