@@ -38,6 +38,7 @@ OBJS = \
 	src/decision_log.o \
 	src/triggers.o \
 	src/gaps.o \
+	src/gaps_citus.o \
 	src/worker.o \
 	src/sha256.o \
 	src/antientropy.o \

@@ -2236,6 +2236,9 @@ CREATE TABLE ordering_internal.distributed_consumers (
 COMMENT ON TABLE ordering_internal.distributed_consumers IS
     'The consumers whose state Citus distributes (ordering.distribute_consumer): tag of their tables in ordering_internal, and the table they are co-located with';
 SELECT pg_catalog.pg_extension_config_dump('ordering_internal.distributed_consumers', '');
+-- Readable by every role: it names consumers and the tables they follow
+-- (ordering.check() reads it as its caller).
+GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 
 -- The tables of a distributed consumer, of the shapes of the extension's
 -- own (LIKE ... INCLUDING ALL, so they follow any change of those), with
@@ -2421,6 +2424,511 @@ $$;
 COMMENT ON FUNCTION ordering.distribute_consumer(text, regclass) IS
     'Citus: keeps the consumer''s positions, parked events, dead letters and gap requests in tables distributed by resource and co-located with colocate_with (its projection, distributed by a text column), and runs each of its calls on the node of its resource; its state so far moves along';
 REVOKE EXECUTE ON FUNCTION ordering.distribute_consumer(text, regclass) FROM PUBLIC;
+
+
+-- The gaps of distributed consumers: each node lists or sweeps those of the
+-- shard groups it holds (src/gaps_citus.c), and ordering.sweep_gaps() on
+-- the coordinator sweeps every node's and announces their requests there.
+CREATE FUNCTION ordering_internal.shard_gaps(deadline double precision, sweep boolean)
+    RETURNS text
+    LANGUAGE c VOLATILE
+    AS 'MODULE_PATHNAME', 'ordering_shard_gaps';
+COMMENT ON FUNCTION ordering_internal.shard_gaps(double precision, boolean) IS
+    'This node''s part of the gaps of the distributed consumers: the open gaps older than deadline seconds of the shard groups placed here, or with sweep, one gap sweep of them and the requests it emitted; a JSON array of rows';
+-- Operators only: it writes gap requests (ordering.sweep_gaps() runs it
+-- on every node as its own caller).
+REVOKE EXECUTE ON FUNCTION ordering_internal.shard_gaps(double precision, boolean) FROM PUBLIC;
+
+-- The open gaps of the distributed consumers, from every node (on the
+-- coordinator; ordering.open_gaps lists those of the other consumers).
+CREATE FUNCTION ordering.distributed_open_gaps()
+    RETURNS TABLE (nodeid integer, consumer text, resource_id text, missing_from bigint,
+                   missing_to bigint, parked_count bigint, first_parked_at timestamptz)
+    LANGUAGE plpgsql VOLATILE ROWS 10
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    node record;
+BEGIN
+    IF NOT EXISTS (SELECT FROM ordering_internal.distributed_consumers) THEN
+        RETURN;
+    END IF;
+    FOR node IN EXECUTE
+        'SELECT r.nodeid, r.success, r.result FROM pg_catalog.run_command_on_all_nodes($1) r ORDER BY r.nodeid'
+        USING pg_catalog.format('SELECT ordering_internal.shard_gaps(%s, false)',
+                                pg_catalog.date_part('epoch', ordering.gap_deadline()))
+    LOOP
+        IF NOT node.success THEN
+            RAISE EXCEPTION 'listing the gaps failed on node %: %', node.nodeid, node.result
+                USING ERRCODE = 'connection_failure';
+        END IF;
+        RETURN QUERY
+        SELECT node.nodeid, g.consumer, g.resource_id, g.missing_from, g.missing_to,
+               g.parked_count, g.first_parked_at
+          FROM pg_catalog.json_to_recordset(node.result::pg_catalog.json)
+               AS g(consumer text, resource_id text, missing_from bigint, missing_to bigint,
+                    parked_count bigint, first_parked_at timestamptz)
+         ORDER BY g.consumer, g.resource_id;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ordering.distributed_open_gaps() IS
+    'Citus: the gaps of the distributed consumers whose oldest parked event is older than ordering.gap_deadline, from every node (nodeid of pg_dist_node); run it on the coordinator';
+REVOKE EXECUTE ON FUNCTION ordering.distributed_open_gaps() FROM PUBLIC;
+
+-- ordering.check()'s part for the distributed consumers (on the
+-- coordinator, through Citus: each query reads every node's shards): the
+-- invariants of the extension's own tables, on each consumer's tables,
+-- and that the consumer's state is there only.
+CREATE FUNCTION ordering_internal.check_distributed_consumers(sample_percent double precision,
+                                                              max_per_kind bigint)
+    RETURNS TABLE (kind text, detail text)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    dc record;
+    t record;
+    sample text := '';
+    q text;
+BEGIN
+    IF sample_percent OPERATOR(pg_catalog.<) 100 THEN
+        sample := pg_catalog.format(' TABLESAMPLE SYSTEM (%s)', sample_percent);
+    END IF;
+    FOR dc IN SELECT d.* FROM ordering_internal.distributed_consumers d ORDER BY d.consumer LOOP
+        SELECT pg_catalog.to_regclass(pg_catalog.format('ordering_internal.%I', dc.tag || '_positions')) AS positions,
+               pg_catalog.to_regclass(pg_catalog.format('ordering_internal.%I', dc.tag || '_parked')) AS parked,
+               pg_catalog.to_regclass(pg_catalog.format('ordering_internal.%I', dc.tag || '_dead_letters')) AS dead,
+               pg_catalog.to_regclass(pg_catalog.format('ordering_internal.%I', dc.tag || '_gap_requests')) AS gaps
+          INTO t;
+        IF t.positions IS NULL OR t.parked IS NULL OR t.dead IS NULL OR t.gaps IS NULL THEN
+            kind := 'distributed_consumer_tables_missing';
+            detail := pg_catalog.format('consumer %s: its tables %s_* are missing',
+                                        pg_catalog.quote_literal(dc.consumer), dc.tag);
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        -- a distributed consumer's state is in its tables only
+        RETURN QUERY
+        SELECT 'distributed_consumer_local_rows'::pg_catalog.text,
+               pg_catalog.format('consumer %s: %s rows in %s', pg_catalog.quote_literal(dc.consumer), x.n, x.tbl)
+          FROM (SELECT 'ordering.positions' AS tbl, (SELECT pg_catalog.count(*) FROM ordering.positions p
+                                                     WHERE p.consumer OPERATOR(pg_catalog.=) dc.consumer) AS n
+                UNION ALL
+                SELECT 'ordering.parked', (SELECT pg_catalog.count(*) FROM ordering.parked p
+                                            WHERE p.consumer OPERATOR(pg_catalog.=) dc.consumer)
+                UNION ALL
+                SELECT 'ordering.dead_letter_events', (SELECT pg_catalog.count(*) FROM ordering.dead_letter_events p
+                                                       WHERE p.consumer OPERATOR(pg_catalog.=) dc.consumer)
+                UNION ALL
+                SELECT 'ordering.gap_requests', (SELECT pg_catalog.count(*) FROM ordering.gap_requests p
+                                                 WHERE p.consumer OPERATOR(pg_catalog.=) dc.consumer)) x
+         WHERE x.n OPERATOR(pg_catalog.>) 0;
+        -- the invariants of ordering.check(), kind by kind
+        FOR q IN
+            SELECT v.q FROM (VALUES
+            ($q$SELECT 'parked_not_ahead'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: parked seq %%s, position %%s',
+                                     pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
+                                     p.seq, COALESCE(pos.position, 0))
+              FROM %2$s p%6$s
+              LEFT JOIN LATERAL (SELECT o.position FROM %1$s o
+                                  WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                    AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                                  LIMIT 1) pos ON true
+             WHERE p.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+             ORDER BY p.consumer, p.resource_id, p.seq LIMIT $1$q$),
+            ($q$SELECT 'parked_not_drained'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: parked seq %%s is next after position %%s',
+                                     pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
+                                     p.seq, COALESCE(pos.position, 0))
+              FROM %2$s p%6$s
+              LEFT JOIN LATERAL (SELECT o.position FROM %1$s o
+                                  WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                    AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                                  LIMIT 1) pos ON true
+             WHERE p.seq OPERATOR(pg_catalog.=) (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
+             ORDER BY p.consumer, p.resource_id, p.seq LIMIT $1$q$),
+            ($q$SELECT 'gap_request_without_parked'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s, nothing parked',
+                                     pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                     g.missing_from, g.missing_to)
+              FROM %4$s g%6$s
+              LEFT JOIN LATERAL (SELECT true AS found FROM %2$s p
+                                  WHERE p.consumer OPERATOR(pg_catalog.=) g.consumer
+                                    AND p.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                                  LIMIT 1) k ON true
+             WHERE k.found IS NULL
+             ORDER BY g.consumer, g.resource_id LIMIT $1$q$),
+            ($q$SELECT 'gap_request_filled'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s, position %%s',
+                                     pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                     g.missing_from, g.missing_to, COALESCE(pos.position, 0))
+              FROM %4$s g%6$s
+              LEFT JOIN LATERAL (SELECT o.position FROM %1$s o
+                                  WHERE o.consumer OPERATOR(pg_catalog.=) g.consumer
+                                    AND o.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                                  LIMIT 1) pos ON true
+             WHERE g.missing_to OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+             ORDER BY g.consumer, g.resource_id LIMIT $1$q$),
+            ($q$SELECT 'gap_request_empty'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s',
+                                     pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                     g.missing_from, g.missing_to)
+              FROM %4$s g%6$s
+             WHERE g.missing_from OPERATOR(pg_catalog.>) g.missing_to
+             ORDER BY g.consumer, g.resource_id LIMIT $1$q$),
+            ($q$SELECT 'dead_letter_not_ahead'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, position %%s',
+                                     pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                     d.seq, COALESCE(pos.position, 0))
+              FROM %3$s d%6$s
+              LEFT JOIN LATERAL (SELECT o.position FROM %1$s o
+                                  WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
+                                    AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                                  LIMIT 1) pos ON true
+             WHERE d.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+             ORDER BY d.consumer, d.resource_id LIMIT $1$q$),
+            ($q$SELECT 'dead_letter_parked'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s is also parked',
+                                     pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                     d.seq)
+              FROM %3$s d%6$s
+              JOIN LATERAL (SELECT true AS found FROM %2$s p
+                             WHERE p.consumer OPERATOR(pg_catalog.=) d.consumer
+                               AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                               AND p.seq OPERATOR(pg_catalog.=) d.seq
+                             LIMIT 1) k ON true
+             ORDER BY d.consumer, d.resource_id LIMIT $1$q$),
+            ($q$SELECT 'distributed_consumer_foreign_rows'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s: a row of consumer %%s in %%s',
+                                     pg_catalog.quote_literal(%5$L), pg_catalog.quote_literal(x.consumer), %1$L)
+              FROM %1$s x
+             WHERE x.consumer OPERATOR(pg_catalog.<>) %5$L
+             ORDER BY x.consumer LIMIT $1$q$)) v(q)
+        LOOP
+            RETURN QUERY EXECUTE pg_catalog.format(q, t.positions, t.parked, t.dead, t.gaps,
+                                                   dc.consumer, sample)
+              USING max_per_kind;
+        END LOOP;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.check_distributed_consumers(double precision, bigint) IS
+    'Internal to ordering.check(): the invariants of the distributed consumers'' tables, checked through Citus on every node, and that their state is nowhere else';
+-- Any role may call it: it reads the tables as its caller (ordering.check()
+-- runs it for whoever may run check()).
+GRANT EXECUTE ON FUNCTION ordering_internal.check_distributed_consumers(double precision, bigint) TO PUBLIC;
+
+-- ordering.check() covers the distributed consumers too (the 1.1 body with
+-- one line added: the call of check_distributed_consumers()).
+CREATE OR REPLACE FUNCTION ordering.check(sample_percent double precision DEFAULT 100,
+                               max_per_kind bigint DEFAULT NULL)
+    RETURNS TABLE (kind text, detail text)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    sample text := '';
+    att record;
+    gauge record;
+BEGIN
+    IF sample_percent IS NULL THEN
+        RAISE EXCEPTION 'sample_percent must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF sample_percent OPERATOR(pg_catalog.<) 0 OR sample_percent OPERATOR(pg_catalog.>) 100
+       OR sample_percent OPERATOR(pg_catalog.<>) sample_percent THEN
+        RAISE EXCEPTION 'sample_percent must be between 0 and 100, got %', sample_percent
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_per_kind OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'max_per_kind must not be negative, got %', max_per_kind
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF sample_percent OPERATOR(pg_catalog.<) 100 THEN
+        sample := pg_catalog.format(' TABLESAMPLE SYSTEM (%s)', sample_percent);
+    END IF;
+
+    -- Producer: every counter at or above the highest seq of its attached
+    -- tables (a row numbered past its counter would get its number again).
+    FOR att IN SELECT a.* FROM ordering.attached_tables a ORDER BY a.table_name::pg_catalog.text LOOP
+        IF NOT att.enabled THEN
+            kind := 'sequence_trigger_disabled';
+            detail := pg_catalog.format('table %s (stream %s): its sequencing trigger is disabled, rows inserted now get no number',
+                                        att.table_name, pg_catalog.quote_literal(att.stream));
+            RETURN NEXT;
+        END IF;
+        IF NOT pg_catalog.has_table_privilege(att.table_name, 'SELECT') THEN
+            RAISE WARNING 'table % was not checked: permission denied', att.table_name;
+            CONTINUE;
+        END IF;
+        -- the resource as the trigger keys it (ordering.resource_key)
+        RETURN QUERY EXECUTE pg_catalog.format($q$
+            SELECT 'counter_behind_table'::pg_catalog.text,
+                   pg_catalog.format('table %%s (stream %%s), resource %%s: highest seq %%s, counter %%s',
+                                     $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                     x.hi, COALESCE(s.last_seq::pg_catalog.text, 'missing'))
+              FROM (SELECT ordering.resource_key(t.%1$I) AS res, pg_catalog.max(t.%2$I) AS hi
+                      FROM %3$s t%4$s
+                     WHERE t.%1$I IS NOT NULL
+                     GROUP BY 1) x
+              LEFT JOIN LATERAL (SELECT q.last_seq FROM ordering.sequences q
+                                  WHERE q.stream OPERATOR(pg_catalog.=) $2
+                                    AND q.resource_id OPERATOR(pg_catalog.=) x.res
+                                  LIMIT 1) s ON true
+             WHERE s.last_seq IS NULL OR s.last_seq OPERATOR(pg_catalog.<) x.hi
+             ORDER BY x.res
+             LIMIT $3$q$,
+            att.resource_column, att.sequence_column, att.table_name, sample)
+            USING att.table_name::pg_catalog.text, att.stream, max_per_kind;
+    END LOOP;
+
+    -- Consumer: a parked event waits for a predecessor, so it lies beyond
+    -- position + 1 (at position + 1 it would have been drained).
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'parked_not_ahead'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: parked seq %%s, position %%s',
+                                 pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
+                                 p.seq, COALESCE(pos.position, 0))
+          FROM ordering.parked p%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                              LIMIT 1) pos ON true
+         WHERE p.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+         ORDER BY p.consumer, p.resource_id, p.seq
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'parked_not_drained'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: parked seq %%s is next after position %%s',
+                                 pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
+                                 p.seq, COALESCE(pos.position, 0))
+          FROM ordering.parked p%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                              LIMIT 1) pos ON true
+         WHERE p.seq OPERATOR(pg_catalog.=) (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
+         ORDER BY p.consumer, p.resource_id, p.seq
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+
+    -- Gaps: a request names a non-empty range not yet applied, in front of
+    -- events that are parked (the consumer functions delete it as soon as
+    -- the position reaches missing_to or nothing is parked any more).
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'gap_request_without_parked'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s, nothing parked',
+                                 pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                 g.missing_from, g.missing_to)
+          FROM ordering.gap_requests g%s
+          LEFT JOIN LATERAL (SELECT true AS found FROM ordering.parked p
+                              WHERE p.consumer OPERATOR(pg_catalog.=) g.consumer
+                                AND p.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                              LIMIT 1) k ON true
+         WHERE k.found IS NULL
+         ORDER BY g.consumer, g.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'gap_request_filled'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s, position %%s',
+                                 pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                 g.missing_from, g.missing_to, COALESCE(pos.position, 0))
+          FROM ordering.gap_requests g%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) g.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                              LIMIT 1) pos ON true
+         WHERE g.missing_to OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+         ORDER BY g.consumer, g.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'gap_request_empty'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s',
+                                 pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                 g.missing_from, g.missing_to)
+          FROM ordering.gap_requests g%s
+         WHERE g.missing_from OPERATOR(pg_catalog.>) g.missing_to
+         ORDER BY g.consumer, g.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+
+    -- Dead letters: the event a resource is blocked at was never applied,
+    -- and it is held as the dead letter, not parked.
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'dead_letter_not_ahead'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, position %%s',
+                                 pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                 d.seq, COALESCE(pos.position, 0))
+          FROM ordering.dead_letter_events d%s
+          LEFT JOIN LATERAL (SELECT o.position FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                              LIMIT 1) pos ON true
+         WHERE d.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+         ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'dead_letter_parked'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s is also parked',
+                                 pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                 d.seq)
+          FROM ordering.dead_letter_events d%s
+          JOIN LATERAL (SELECT true AS found FROM ordering.parked p
+                         WHERE p.consumer OPERATOR(pg_catalog.=) d.consumer
+                           AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                           AND p.seq OPERATOR(pg_catalog.=) d.seq
+                         LIMIT 1) k ON true
+         ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+
+    -- Citus: the distributed consumers' tables, on every node
+    RETURN QUERY SELECT * FROM ordering_internal.check_distributed_consumers(sample_percent, max_per_kind);
+
+    -- Statistics: each gauge of ordering.stats that counts rows of a table
+    -- equals that count, per consumer.  Without the library preloaded there
+    -- are no statistics to compare.
+    FOR gauge IN
+        SELECT v.col, v.tbl
+          FROM (VALUES ('parked_current', 'ordering.parked'),
+                       ('dead_letters_current', 'ordering.dead_letter_events')) AS v(col, tbl)
+         WHERE EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                        WHERE a.attrelid OPERATOR(pg_catalog.=) 'ordering.stats'::pg_catalog.regclass
+                          AND a.attname OPERATOR(pg_catalog.=) v.col
+                          AND NOT a.attisdropped)
+           AND pg_catalog.to_regclass(v.tbl) IS NOT NULL
+    LOOP
+        BEGIN
+            RETURN QUERY EXECUTE pg_catalog.format($q$
+                SELECT 'stats_gauge_mismatch'::pg_catalog.text,
+                       pg_catalog.format('consumer %%s: ordering.stats.%1$s is %%s, %2$s holds %%s rows',
+                                         pg_catalog.quote_literal(COALESCE(st.consumer, t.consumer)),
+                                         COALESCE(st.gauge, 0), COALESCE(t.n, 0))
+                  FROM (SELECT s.consumer, s.%1$I AS gauge FROM ordering.stats s) st
+                  FULL JOIN (SELECT r.consumer, pg_catalog.count(*) AS n
+                               FROM %2$s r GROUP BY r.consumer) t
+                    ON t.consumer OPERATOR(pg_catalog.=) st.consumer
+                 WHERE COALESCE(st.gauge, 0) OPERATOR(pg_catalog.<>) COALESCE(t.n, 0)
+                 ORDER BY 2
+                 LIMIT $1$q$, gauge.col, gauge.tbl)
+                USING max_per_kind;
+        EXCEPTION WHEN object_not_in_prerequisite_state THEN
+            EXIT;
+        END;
+    END LOOP;
+END
+$$;
+
+-- Reconciliation, consumer side: a distributed consumer's summary and
+-- state are read from its tables, through Citus (on any node).  The 1.1
+-- queries, with the tables as arguments.
+CREATE FUNCTION ordering_internal.distributed_consumer_table(consumer text, suffix text)
+    RETURNS regclass
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT pg_catalog.to_regclass(pg_catalog.format('ordering_internal.%I',
+                              ordering_internal.consumer_tag(consumer) OPERATOR(pg_catalog.||) suffix))
+$$;
+COMMENT ON FUNCTION ordering_internal.distributed_consumer_table(text, text) IS
+    'Internal to the consumer side of reconciliation: a table of a distributed consumer (suffix _positions, _parked, _dead_letters or _gap_requests), or NULL if the consumer is not distributed';
+-- Any role may call it: a lookup of a relation by name.
+GRANT EXECUTE ON FUNCTION ordering_internal.distributed_consumer_table(text, text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION ordering.consumer_summary(consumer text,
+                                          buckets integer DEFAULT 1024,
+                                          resource_prefix text DEFAULT NULL)
+    RETURNS TABLE (bucket integer, resources bigint, seq_sum numeric, fingerprint bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    positions regclass;
+BEGIN
+    IF consumer IS NULL THEN
+        RAISE EXCEPTION 'consumer must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM ordering.reconcile_check_arguments(buckets, resource_prefix);
+    positions := ordering_internal.distributed_consumer_table(consumer, '_positions');
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+    SELECT ordering.resource_bucket(p.resource_id, $2) AS b,
+           pg_catalog.count(*),
+           pg_catalog.sum(p.position),
+           pg_catalog.bit_xor(ordering.resource_fingerprint(p.resource_id, p.position))
+      FROM %s p
+     WHERE p.consumer OPERATOR(pg_catalog.=) $1
+       AND p.position OPERATOR(pg_catalog.>) 0
+       AND ($3 IS NULL OR pg_catalog.starts_with(p.resource_id, $3))
+     GROUP BY b
+     ORDER BY b$q$, COALESCE(positions, 'ordering.positions'::pg_catalog.regclass))
+    USING consumer, buckets, resource_prefix;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.consumer_state(consumer text, buckets integer,
+                                        bucket_list integer[],
+                                        resource_prefix text DEFAULT NULL)
+    RETURNS TABLE (resource_id text, "position" bigint, parked_from bigint,
+                   parked_through bigint, blocked_at bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    positions regclass := ordering_internal.distributed_consumer_table(consumer, '_positions');
+    parked regclass := ordering_internal.distributed_consumer_table(consumer, '_parked');
+    dead regclass := ordering_internal.distributed_consumer_table(consumer, '_dead_letters');
+BEGIN
+    IF consumer IS NULL OR bucket_list IS NULL THEN
+        RAISE EXCEPTION 'consumer and bucket_list must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM ordering.reconcile_check_arguments(buckets, resource_prefix);
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+    WITH pos AS (
+        SELECT p.resource_id, p.position
+          FROM %1$s p
+         WHERE p.consumer OPERATOR(pg_catalog.=) $1
+           AND p.position OPERATOR(pg_catalog.>) 0
+           AND ($4 IS NULL
+                OR pg_catalog.starts_with(p.resource_id, $4))
+           AND ordering.resource_bucket(p.resource_id, $2)
+               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest($3))
+    ), park AS (
+        SELECT k.resource_id, pg_catalog.min(k.seq) AS lo, pg_catalog.max(k.seq) AS hi
+          FROM %2$s k
+         WHERE k.consumer OPERATOR(pg_catalog.=) $1
+           AND ($4 IS NULL
+                OR pg_catalog.starts_with(k.resource_id, $4))
+           AND ordering.resource_bucket(k.resource_id, $2)
+               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest($3))
+         GROUP BY k.resource_id
+    ), dead AS (
+        SELECT d.resource_id, d.seq
+          FROM %3$s d
+         WHERE d.consumer OPERATOR(pg_catalog.=) $1
+           AND ($4 IS NULL
+                OR pg_catalog.starts_with(d.resource_id, $4))
+           AND ordering.resource_bucket(d.resource_id, $2)
+               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest($3))
+    )
+    SELECT COALESCE(pos.resource_id, park.resource_id, dead.resource_id),
+           COALESCE(pos.position, 0), park.lo, park.hi, dead.seq
+      FROM pos
+      FULL JOIN park ON park.resource_id OPERATOR(pg_catalog.=) pos.resource_id
+      FULL JOIN dead
+        ON dead.resource_id OPERATOR(pg_catalog.=) COALESCE(pos.resource_id, park.resource_id)
+     ORDER BY 1$q$,
+        COALESCE(positions, 'ordering.positions'::pg_catalog.regclass),
+        COALESCE(parked, 'ordering.parked'::pg_catalog.regclass),
+        COALESCE(dead, 'ordering.dead_letter_events'::pg_catalog.regclass))
+    USING consumer, buckets, bucket_list, resource_prefix;
+END
+$$;
 
 -- (end of section)
 

@@ -385,6 +385,17 @@ citus_local_group(void)
 }
 
 /*
+ * Is this node the coordinator (group 0)?  False without Citus.
+ */
+bool
+citus_is_coordinator(void)
+{
+	if (!OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
+		return false;
+	return citus_local_group() == 0;
+}
+
+/*
  * Has the shard an active placement on this node?
  */
 bool

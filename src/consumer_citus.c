@@ -205,12 +205,13 @@ dist_namespace(void)
 }
 
 /*
- * Is any consumer of this database distributed: is there a relation
- * ordering_internal.consumer_*_positions?  One range scan of pg_class's
- * name index.
+ * The tags of the distributed consumers of this database (all of them with
+ * tags, else only whether there is one: a list of one or none): the
+ * relations ordering_internal.consumer_*_positions.  One range scan of
+ * pg_class's name index.
  */
-static DistKnown
-dist_scan(void)
+static List *
+dist_scan(bool all)
 {
 	Oid			nsp = dist_namespace();
 	Relation	rel;
@@ -219,7 +220,7 @@ dist_scan(void)
 	NameData	high;
 	SysScanDesc scan;
 	HeapTuple	tuple;
-	DistKnown	known = DIST_NONE;
+	List	   *tags = NIL;
 
 	if (!dist_callback_registered)
 	{
@@ -227,7 +228,7 @@ dist_scan(void)
 		dist_callback_registered = true;
 	}
 	if (!OidIsValid(nsp))
-		return DIST_NONE;
+		return NIL;
 	namestrcpy(&low, "consumer_");
 	namestrcpy(&high, "consumer`");
 	rel = table_open(RelationRelationId, AccessShareLock);
@@ -236,27 +237,36 @@ dist_scan(void)
 	ScanKeyInit(&keys[1], Anum_pg_class_relname, BTLessStrategyNumber,
 				F_NAMELT, NameGetDatum(&high));
 	scan = systable_beginscan(rel, ClassNameNspIndexId, true, NULL, 2, keys);
-	while (known == DIST_NONE && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	while ((all || tags == NIL) && HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		Form_pg_class form = (Form_pg_class) GETSTRUCT(tuple);
 		const char *name = NameStr(form->relname);
-		size_t		len = strlen(name);
 
-		if (form->relnamespace == nsp && len == TAG_LEN + 10 &&
+		if (form->relnamespace == nsp && strlen(name) == TAG_LEN + 10 &&
 			strcmp(name + TAG_LEN, "_positions") == 0)
-			known = DIST_SOME;
+			tags = lappend(tags, pnstrdup(name, TAG_LEN));
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
-	return known;
+	return tags;
+}
+
+/*
+ * The tags of the distributed consumers of this database (of their tables
+ * on this node).
+ */
+List *
+consumer_dist_tags(void)
+{
+	return dist_scan(true);
 }
 
 /*
  * A relation of a distributed consumer on this node: ordering_internal.
  * <tag><suffix>, or InvalidOid.
  */
-static Oid
-dist_relation(const char *tag, const char *suffix)
+Oid
+consumer_dist_relation(const char *tag, const char *suffix)
 {
 	char		name[NAMEDATALEN];
 
@@ -276,7 +286,7 @@ dist_positions(text *consumer)
 	int			len = VARSIZE_ANY_EXHDR(consumer);
 
 	if (consumer_dist_known == DIST_UNKNOWN)
-		consumer_dist_known = dist_scan();
+		consumer_dist_known = dist_scan(false) != NIL ? DIST_SOME : DIST_NONE;
 	if (consumer_dist_known == DIST_NONE)
 		return InvalidOid;
 	if (dist_last.valid && dist_last.len == len &&
@@ -289,7 +299,7 @@ dist_positions(text *consumer)
 	dist_last.name = MemoryContextAlloc(TopMemoryContext, Max(len, 1));
 	memcpy(dist_last.name, VARDATA_ANY(consumer), len);
 	dist_last.len = len;
-	dist_last.positions = dist_relation(tag, "_positions");
+	dist_last.positions = consumer_dist_relation(tag, "_positions");
 	dist_last.valid = true;
 	return dist_last.positions;
 }
@@ -657,7 +667,7 @@ dist_local_shards(const char *tag, text *consumer, text *resource,
 				  CitusTable *table, CitusShard *shard,
 				  Oid shards[lengthof(dist_tables)])
 {
-	Oid			positions = dist_relation(tag, "_positions");
+	Oid			positions = consumer_dist_relation(tag, "_positions");
 
 	if (!OidIsValid(positions))
 		ereport(ERROR,
@@ -675,7 +685,7 @@ dist_local_shards(const char *tag, text *consumer, text *resource,
 				 errhint("Retry the transaction.")));
 	for (int i = 0; i < lengthof(dist_tables); i++)
 	{
-		Oid			rel = dist_relation(tag, dist_tables[i].suffix);
+		Oid			rel = consumer_dist_relation(tag, dist_tables[i].suffix);
 		CitusShard	sibling;
 
 		if (!OidIsValid(rel) || !citus_colocated_shard(rel, shard->minvalue, &sibling))

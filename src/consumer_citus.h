@@ -11,6 +11,7 @@
 #define ORDERING_CONSUMER_CITUS_H
 
 #include "fmgr.h"
+#include "nodes/pg_list.h"
 
 /*
  * The calls a distributed consumer's call function runs (its argument op):
@@ -45,6 +46,8 @@ extern bool consumer_route(FunctionCallInfo fcinfo, char op, Datum *result);
 extern bool consumer_batch_route(FunctionCallInfo fcinfo, char op,
 								 Datum *result);
 extern void consumer_route_recheck(text *consumer);
+extern List *consumer_dist_tags(void);
+extern Oid	consumer_dist_relation(const char *tag, const char *suffix);
 
 /*
  * Called first by each consumer function, with its op: if its consumer is
