@@ -39,6 +39,17 @@
  * placement or the new shards.  The lock is kept to the end of the
  * transaction, as Citus keeps it.
  *
+ * One more wait.  A transaction's commit is visible to new snapshots
+ * before it sends its invalidations and releases its locks.  So the second
+ * look may already see the new shards of a split (or placements of a move)
+ * whose invalidations have not reached us, and Citus's own metadata cache,
+ * which the delegation of a call uses, would still show the old ones: its
+ * plan would name a shard that is gone the moment the invalidations arrive.
+ * citus_shard_settle() waits for the transactions that wrote the catalog
+ * rows of the shard found (their XID locks go after their invalidations)
+ * and then takes in the invalidations, so that what we saw and what Citus
+ * plans with agree.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -46,14 +57,18 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/primnodes.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -363,6 +378,54 @@ citus_lock_shard(const CitusTable *table, const CitusShard *shard,
 }
 
 /*
+ * Wait for the transaction that wrote a catalog row to have ended
+ * entirely (file header), unless it is ours or long frozen.
+ */
+static void
+wait_for_writer(Relation rel, HeapTuple tuple)
+{
+	TransactionId xmin;
+
+	if (HeapTupleHeaderXminFrozen(tuple->t_data))
+		return;
+	xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);
+	if (TransactionIdIsNormal(xmin) && !TransactionIdIsCurrentTransactionId(xmin))
+		XactLockTableWait(xmin, rel, &tuple->t_self, XLTW_None);
+}
+
+/*
+ * Wait until the transactions that wrote the catalog rows of a shard (its
+ * pg_dist_shard row and its placements) have sent their invalidations,
+ * and take those in (file header).
+ */
+void
+citus_shard_settle(int64 shardid)
+{
+	static const char *const catalogs[2][2] = {
+		{"pg_dist_shard", "pg_dist_shard_shardid_index"},
+		{"pg_dist_placement", "pg_dist_placement_shardid_index"},
+	};
+
+	for (int i = 0; i < lengthof(catalogs); i++)
+	{
+		CitusCatalog cat;
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tuple;
+
+		citus_catalog_open(catalogs[i][0], catalogs[i][1], &cat);
+		ScanKeyInit(&key, citus_attnum(&cat, "shardid"), BTEqualStrategyNumber,
+					F_INT8EQ, Int64GetDatum(shardid));
+		scan = systable_beginscan(cat.rel, cat.index, true, NULL, 1, &key);
+		while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+			wait_for_writer(cat.rel, tuple);
+		systable_endscan(scan);
+		table_close(cat.rel, AccessShareLock);
+	}
+	AcceptInvalidationMessages();
+}
+
+/*
  * This node's group (pg_dist_local_group).
  */
 static int32
@@ -382,6 +445,18 @@ citus_local_group(void)
 	systable_endscan(scan);
 	table_close(cat.rel, AccessShareLock);
 	return group;
+}
+
+/*
+ * Is this a backend Citus opened to run its tasks (its connections carry
+ * application_name "citus_internal gpid=...", connection_management.h)?
+ * Citus delegates no function call from such a backend.
+ */
+bool
+citus_internal_backend(void)
+{
+	return application_name != NULL &&
+		strncmp(application_name, "citus_internal gpid=", 20) == 0;
 }
 
 /*

@@ -42,7 +42,9 @@ extern bool citus_colocated_shard(Oid relid, int32 minvalue,
 								  CitusShard *shard);
 extern void citus_lock_shard(const CitusTable *table,
 							 const CitusShard *shard, LOCKMODE mode);
+extern void citus_shard_settle(int64 shardid);
 extern bool citus_is_coordinator(void);
+extern bool citus_internal_backend(void);
 extern bool citus_shard_here(int64 shardid);
 extern Oid	citus_shard_relid(Oid relid, int64 shardid);
 

@@ -349,7 +349,11 @@ dist_lock_resource(Oid positions, text *resource, CitusTable *table,
 				 get_rel_name(positions));
 		citus_shard_for(table, PointerGetDatum(resource), &again);
 		if (again.shardid == shard->shardid && again.index == shard->index)
+		{
+			/* and Citus's own view of it is ours (citus_meta.c) */
+			citus_shard_settle(shard->shardid);
 			return;
+		}
 		if (tries == SHARD_TRIES)
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -490,6 +494,23 @@ dist_local_write(const char *tag, text *consumer, text *resource)
 }
 
 /*
+ * Refuse a call that Citus would not delegate: one made inside a query
+ * that Citus runs on a worker (a router query that carries the consumer
+ * function to the node of its table's shard), for a resource whose shard
+ * is on another node.  Citus runs no distributed query from there.
+ */
+static void
+dist_check_reachable(text *consumer, int64 shardid)
+{
+	if (citus_internal_backend() && !citus_shard_here(shardid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a call of distributed consumer \"%s\" cannot be made from a query that Citus runs on another node",
+						text_to_cstring(consumer)),
+				 errhint("Call the consumer functions in a statement that reads no distributed table.")));
+}
+
+/*
  * Run a consumer function's call on the node of its resource (file
  * header); rows go to its tuplestore, a scalar result to *result.
  */
@@ -525,6 +546,7 @@ consumer_route(FunctionCallInfo fcinfo, char op, Datum *result)
 		return false;
 
 	dist_lock_resource(positions, resource, &table, &shard);
+	dist_check_reachable(consumer, shard.shardid);
 	consumer_tag(consumer, tag);
 	sql = dist_call_sql(fcinfo, op, tag);
 	if (dist_op_returns_rows(op))
@@ -731,6 +753,7 @@ dist_check_function(FunctionCallInfo fcinfo, text *consumer,
 Datum
 ordering_consumer_call(PG_FUNCTION_ARGS)
 {
+	LOCAL_FCINFO(inner, 6);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char		op;
 	text	   *consumer;
@@ -742,7 +765,6 @@ ordering_consumer_call(PG_FUNCTION_ARGS)
 	Oid			shards[lengthof(dist_tables)];
 	text	   *saved_consumer = dist_current.consumer;
 	text	   *saved_resource = dist_current.resource;
-	LOCAL_FCINFO(inner, 6);
 	int			nargs = 2;
 	volatile Datum result = (Datum) 0;
 
@@ -1023,9 +1045,8 @@ dist_batch_events(FunctionCallInfo fcinfo, char op, Oid positions,
 
 		for (int i = 0; i < n; i++)
 		{
-			const CitusShard *shard =
-				citus_shard_holding(shards, nshards,
-									citus_hash(&table, PointerGetDatum(events[i].resource)));
+			int32		hash = citus_hash(&table, PointerGetDatum(events[i].resource));
+			const CitusShard *shard = citus_shard_holding(shards, nshards, hash);
 
 			if (shard == NULL)
 				elog(ERROR, "no shard of relation \"%s\" holds resource \"%s\"",
@@ -1036,7 +1057,13 @@ dist_batch_events(FunctionCallInfo fcinfo, char op, Oid positions,
 			events[i].shard = shard->index;
 		}
 		if (same)
+		{
+			/* and Citus's own view of them is ours (citus_meta.c) */
+			for (int i = 0; i < n; i++)
+				if (i == 0 || events[i].shardid != events[i - 1].shardid)
+					citus_shard_settle(events[i].shardid);
 			break;
+		}
 		if (tries == SHARD_TRIES)
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -1114,9 +1141,12 @@ consumer_batch_route(FunctionCallInfo fcinfo, char op, Datum *result)
 			   (op != DIST_DELIVER_BATCH_HANDLER ||
 				ordering_text_equal(events[last + 1].resource, events[first].resource)))
 			last++;
-		if ((first == 0 || events[first].shard != events[first - 1].shard) &&
-			citus_shard_here(events[first].shardid))
-			dist_local_write(tag, consumer, events[first].resource);
+		if (first == 0 || events[first].shard != events[first - 1].shard)
+		{
+			dist_check_reachable(consumer, events[first].shardid);
+			if (citus_shard_here(events[first].shardid))
+				dist_local_write(tag, consumer, events[first].resource);
+		}
 		sql = psprintf("SELECT ord, seq, payload FROM ordering_internal.%s_batch("
 					   "%s::pg_catalog.\"char\", %s::pg_catalog.text, "
 					   "%s::pg_catalog.text, %s::pg_catalog.int4[], "
@@ -1209,6 +1239,7 @@ consumer_batch_route(FunctionCallInfo fcinfo, char op, Datum *result)
 Datum
 ordering_consumer_batch(PG_FUNCTION_ARGS)
 {
+	LOCAL_FCINFO(inner, 6);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char		op;
 	text	   *consumer;
@@ -1228,7 +1259,6 @@ ordering_consumer_batch(PG_FUNCTION_ARGS)
 	int			n;
 	int32	   *ordvals;
 	ReturnSetInfo part = {0};
-	LOCAL_FCINFO(inner, 6);
 	volatile Datum ran = (Datum) 0;
 
 	for (int i = 0; i < 5; i++)
