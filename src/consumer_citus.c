@@ -895,7 +895,7 @@ typedef struct DistRow
 	bool		isnull;
 } DistRow;
 
-static int	dist_cmp_op;		/* the op of the events being sorted */
+static char dist_cmp_op;		/* the op of the events being sorted */
 
 /*
  * qsort comparator of a batch's events into parts: by shard, then (for the
