@@ -2600,6 +2600,34 @@ BEGIN
                                AND p.seq OPERATOR(pg_catalog.=) d.seq
                              LIMIT 1) k ON true
              ORDER BY d.consumer, d.resource_id LIMIT $1$q$),
+            ($q$SELECT 'dead_letter_not_blocking'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, but %%s',
+                                     pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                     d.seq,
+                                     CASE WHEN pos.found IS NULL THEN 'the resource has no position row'
+                                          WHEN pos.blocked_at IS NULL THEN 'the resource is not blocked'
+                                          ELSE pg_catalog.format('the resource is blocked at seq %%s', pos.blocked_at)
+                                     END)
+              FROM %3$s d%6$s
+              LEFT JOIN LATERAL (SELECT true AS found, o.blocked_at FROM %1$s o
+                                  WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
+                                    AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                                  LIMIT 1) pos ON true
+             WHERE pos.found IS NULL
+                OR pos.blocked_at IS DISTINCT FROM d.seq
+             ORDER BY d.consumer, d.resource_id LIMIT $1$q$),
+            ($q$SELECT 'block_without_dead_letter'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: blocked at seq %%s, but there is no dead letter',
+                                     pg_catalog.quote_literal(o.consumer), pg_catalog.quote_literal(o.resource_id),
+                                     o.blocked_at)
+              FROM %1$s o%6$s
+              LEFT JOIN LATERAL (SELECT true AS found FROM %3$s d
+                                  WHERE d.consumer OPERATOR(pg_catalog.=) o.consumer
+                                    AND d.resource_id OPERATOR(pg_catalog.=) o.resource_id
+                                  LIMIT 1) k ON true
+             WHERE o.blocked_at IS NOT NULL
+               AND k.found IS NULL
+             ORDER BY o.consumer, o.resource_id LIMIT $1$q$),
             ($q$SELECT 'distributed_consumer_foreign_rows'::pg_catalog.text,
                    pg_catalog.format('consumer %%s: a row of consumer %%s in %%s',
                                      pg_catalog.quote_literal(%5$L), pg_catalog.quote_literal(x.consumer), %1$L)
@@ -2620,10 +2648,11 @@ COMMENT ON FUNCTION ordering_internal.check_distributed_consumers(double precisi
 -- runs it for whoever may run check()).
 GRANT EXECUTE ON FUNCTION ordering_internal.check_distributed_consumers(double precision, bigint) TO PUBLIC;
 
--- ordering.check() covers the distributed consumers too (the 1.1 body with
--- one line added: the call of check_distributed_consumers()).
+-- ordering.check() covers the distributed consumers too: the body of the
+-- section "Hardening: privileges, self-checks, operations" with one line
+-- added, the call of check_distributed_consumers().
 CREATE OR REPLACE FUNCTION ordering.check(sample_percent double precision DEFAULT 100,
-                               max_per_kind bigint DEFAULT NULL)
+                                          max_per_kind bigint DEFAULT NULL)
     RETURNS TABLE (kind text, detail text)
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -2632,6 +2661,8 @@ DECLARE
     sample text := '';
     att record;
     gauge record;
+    problem text;
+    seq_fn pg_catalog.regprocedure := 'ordering.sequence_trigger()';
 BEGIN
     IF sample_percent IS NULL THEN
         RAISE EXCEPTION 'sample_percent must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -2649,14 +2680,49 @@ BEGIN
         sample := pg_catalog.format(' TABLESAMPLE SYSTEM (%s)', sample_percent);
     END IF;
 
-    -- Producer: every counter at or above the highest seq of its attached
-    -- tables (a row numbered past its counter would get its number again).
-    FOR att IN SELECT a.* FROM ordering.attached_tables a ORDER BY a.table_name::pg_catalog.text LOOP
-        IF NOT att.enabled THEN
+    -- Producer, per attached table: its triggers as attach() made them,
+    -- its columns as attach() was given them, and every counter at or
+    -- above the highest seq of the table (a row numbered past its counter
+    -- would get its number again), no resource holding a number twice.
+    FOR att IN
+        SELECT a.tbl AS table_name, a.stream, a.resource_column, a.sequence_column,
+               t.tgenabled,
+               (SELECT pg_catalog.count(*) FROM pg_catalog.pg_trigger c
+                 WHERE c.tgrelid OPERATOR(pg_catalog.=) a.tbl
+                   AND c.tgname OPERATOR(pg_catalog.=) ANY ('{ordering_sequence_stored,ordering_sequence_guard}')
+                   AND c.tgenabled OPERATOR(pg_catalog.=) t.tgenabled) AS companions
+          FROM ordering.attachments a
+          LEFT JOIN pg_catalog.pg_trigger t
+            ON t.tgrelid OPERATOR(pg_catalog.=) a.tbl
+           AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence'
+           AND t.tgfoid OPERATOR(pg_catalog.=) seq_fn
+         WHERE a.attached
+         ORDER BY a.tbl::pg_catalog.text
+    LOOP
+        IF att.tgenabled IS NULL THEN
+            kind := 'sequence_trigger_missing';
+            detail := pg_catalog.format('table %s (stream %s): its sequencing trigger is missing, rows inserted now get no number',
+                                        att.table_name, pg_catalog.quote_literal(att.stream));
+            RETURN NEXT;
+        ELSIF att.tgenabled OPERATOR(pg_catalog.=) 'D' THEN
             kind := 'sequence_trigger_disabled';
             detail := pg_catalog.format('table %s (stream %s): its sequencing trigger is disabled, rows inserted now get no number',
                                         att.table_name, pg_catalog.quote_literal(att.stream));
             RETURN NEXT;
+        ELSIF att.companions OPERATOR(pg_catalog.<) 2 THEN
+            kind := 'sequence_trigger_incomplete';
+            detail := pg_catalog.format('table %s (stream %s): a companion of its sequencing trigger is missing or not enabled like it, inserts fail',
+                                        att.table_name, pg_catalog.quote_literal(att.stream));
+            RETURN NEXT;
+        END IF;
+        problem := ordering_internal.attachment_problem(att.table_name, att.resource_column,
+                                                        att.sequence_column);
+        IF problem IS NOT NULL THEN
+            kind := 'attached_table_changed';
+            detail := pg_catalog.format('table %s (stream %s): %s, inserts fail and its rows were not checked',
+                                        att.table_name, pg_catalog.quote_literal(att.stream), problem);
+            RETURN NEXT;
+            CONTINUE;
         END IF;
         IF NOT pg_catalog.has_table_privilege(att.table_name, 'SELECT') THEN
             RAISE WARNING 'table % was not checked: permission denied', att.table_name;
@@ -2664,11 +2730,22 @@ BEGIN
         END IF;
         -- the resource as the trigger keys it (ordering.resource_key)
         RETURN QUERY EXECUTE pg_catalog.format($q$
-            SELECT 'counter_behind_table'::pg_catalog.text,
-                   pg_catalog.format('table %%s (stream %%s), resource %%s: highest seq %%s, counter %%s',
-                                     $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
-                                     x.hi, COALESCE(s.last_seq::pg_catalog.text, 'missing'))
-              FROM (SELECT ordering.resource_key(t.%1$I) AS res, pg_catalog.max(t.%2$I) AS hi
+            SELECT v.kind, v.detail FROM (
+            SELECT k.ord, x.res, k.kind,
+                   pg_catalog.row_number() OVER (PARTITION BY k.ord ORDER BY x.res) AS n,
+                   CASE k.kind
+                   WHEN 'counter_behind_table' THEN
+                       pg_catalog.format('table %%s (stream %%s), resource %%s: highest seq %%s, counter %%s',
+                                         $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                         x.hi, COALESCE(s.last_seq::pg_catalog.text, 'missing'))
+                   ELSE
+                       pg_catalog.format('table %%s (stream %%s), resource %%s: %%s rows hold %%s numbers',
+                                         $1, pg_catalog.quote_literal($2), pg_catalog.quote_literal(x.res),
+                                         x.n, x.distinct_seqs)
+                   END AS detail
+              FROM (SELECT ordering.resource_key(t.%1$I) AS res, pg_catalog.max(t.%2$I) AS hi,
+                           pg_catalog.count(t.%2$I) AS n,
+                           pg_catalog.count(DISTINCT t.%2$I) AS distinct_seqs
                       FROM %3$s t%4$s
                      WHERE t.%1$I IS NOT NULL
                      GROUP BY 1) x
@@ -2676,12 +2753,41 @@ BEGIN
                                   WHERE q.stream OPERATOR(pg_catalog.=) $2
                                     AND q.resource_id OPERATOR(pg_catalog.=) x.res
                                   LIMIT 1) s ON true
-             WHERE s.last_seq IS NULL OR s.last_seq OPERATOR(pg_catalog.<) x.hi
-             ORDER BY x.res
-             LIMIT $3$q$,
+             CROSS JOIN LATERAL (VALUES
+                   (1, 'counter_behind_table'::pg_catalog.text,
+                    s.last_seq IS NULL OR s.last_seq OPERATOR(pg_catalog.<) x.hi),
+                   (2, 'seq_repeated_in_table',
+                    x.n OPERATOR(pg_catalog.<>) x.distinct_seqs)) k(ord, kind, violated)
+             WHERE k.violated) v
+             WHERE $3 IS NULL OR v.n OPERATOR(pg_catalog.<=) $3
+             ORDER BY v.ord, v.res$q$,
             att.resource_column, att.sequence_column, att.table_name, sample)
             USING att.table_name::pg_catalog.text, att.stream, max_per_kind;
     END LOOP;
+
+    -- Producer: a sequencing trigger that attach() did not register (made
+    -- by hand, or left on a partition detached from its table) refuses
+    -- every insert (0A000).  Clones on partitions follow their table's.
+    RETURN QUERY
+    SELECT 'sequence_trigger_not_attached'::pg_catalog.text,
+           pg_catalog.format('table %s: a sequencing trigger for stream %s that ordering.attach() did not register, inserts fail',
+                             t.tgrelid::pg_catalog.regclass, pg_catalog.quote_literal(t.stream))
+      FROM (SELECT tg.tgrelid,
+                   COALESCE(args[3], n.nspname OPERATOR(pg_catalog.||) '.'
+                                     OPERATOR(pg_catalog.||) c.relname) AS stream
+              FROM pg_catalog.pg_trigger tg
+              JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) tg.tgrelid
+              JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+             CROSS JOIN LATERAL pg_catalog.string_to_array(
+                   pg_catalog.rtrim(pg_catalog.encode(tg.tgargs, 'escape'), '\000'), '\000') args
+             WHERE tg.tgfoid OPERATOR(pg_catalog.=) seq_fn
+               AND tg.tgparentid OPERATOR(pg_catalog.=) 0) t
+     WHERE NOT EXISTS (SELECT FROM ordering.attachments a
+                        WHERE a.tbl OPERATOR(pg_catalog.=) t.tgrelid
+                          AND a.attached
+                          AND a.stream OPERATOR(pg_catalog.=) t.stream)
+     ORDER BY t.tgrelid::pg_catalog.regclass::pg_catalog.text
+     LIMIT max_per_kind;
 
     -- Consumer: a parked event waits for a predecessor, so it lies beyond
     -- position + 1 (at position + 1 it would have been drained).
@@ -2757,7 +2863,9 @@ BEGIN
         USING max_per_kind;
 
     -- Dead letters: the event a resource is blocked at was never applied,
-    -- and it is held as the dead letter, not parked.
+    -- it is held as the dead letter, not parked, and the resource's
+    -- position row is blocked at exactly its seq (blocked_at), which is
+    -- what makes later events wait behind it.
     RETURN QUERY EXECUTE pg_catalog.format($q$
         SELECT 'dead_letter_not_ahead'::pg_catalog.text,
                pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, position %%s',
@@ -2784,6 +2892,40 @@ BEGIN
                            AND p.seq OPERATOR(pg_catalog.=) d.seq
                          LIMIT 1) k ON true
          ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'dead_letter_not_blocking'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, but %%s',
+                                 pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                 d.seq,
+                                 CASE WHEN NOT pos.found THEN 'the resource has no position row'
+                                      WHEN pos.blocked_at IS NULL THEN 'the resource is not blocked'
+                                      ELSE pg_catalog.format('the resource is blocked at seq %%s', pos.blocked_at)
+                                 END)
+          FROM ordering.dead_letter_events d%s
+          LEFT JOIN LATERAL (SELECT true AS found, o.blocked_at FROM ordering.positions o
+                              WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
+                                AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                              LIMIT 1) pos ON true
+         WHERE pos.found IS NULL
+            OR pos.blocked_at IS DISTINCT FROM d.seq
+         ORDER BY d.consumer, d.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'block_without_dead_letter'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: blocked at seq %%s, but there is no dead letter',
+                                 pg_catalog.quote_literal(o.consumer), pg_catalog.quote_literal(o.resource_id),
+                                 o.blocked_at)
+          FROM ordering.positions o%s
+          LEFT JOIN LATERAL (SELECT true AS found FROM ordering.dead_letter_events d
+                              WHERE d.consumer OPERATOR(pg_catalog.=) o.consumer
+                                AND d.resource_id OPERATOR(pg_catalog.=) o.resource_id
+                              LIMIT 1) k ON true
+         WHERE o.blocked_at IS NOT NULL
+           AND k.found IS NULL
+         ORDER BY o.consumer, o.resource_id
          LIMIT $1$q$, sample)
         USING max_per_kind;
 
