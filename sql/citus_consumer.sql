@@ -65,6 +65,34 @@ SELECT format('DROP TABLE ordering_internal.%I',
               ordering_internal.consumer_tag('billing') || '_positions') \gexec
 SELECT ordering.position('billing', 'r1') AS local_again;
 
+-- Privileges: the monitoring set lists the gaps of the distributed
+-- consumers (each node's part), the operator set also sweeps them;
+-- check()'s part reads the tables as its caller (any role); only the
+-- owner distributes a consumer.
+CREATE ROLE regress_cc_nobody;
+CREATE ROLE regress_cc_monitor;
+CREATE ROLE regress_cc_operator;
+SELECT ordering.grant_monitor('regress_cc_monitor');
+SELECT ordering.grant_operator('regress_cc_operator');
+GRANT EXECUTE ON FUNCTION try_call(text) TO PUBLIC;
+CREATE TEMP TABLE cc_calls (n int, call text, q text);
+INSERT INTO cc_calls VALUES
+    (1, 'list', $$SELECT * FROM ordering.distributed_open_gaps()$$),
+    (2, 'list a node', $$SELECT ordering_internal.shard_gaps(60, false)$$),
+    (3, 'sweep a node', $$SELECT ordering_internal.shard_gaps(60, true)$$),
+    (4, 'check', $$SELECT * FROM ordering_internal.check_distributed_consumers(100, NULL)$$),
+    (5, 'distribute', $$SELECT ordering.distribute_consumer('billing', 'pg_class')$$);
+GRANT SELECT ON cc_calls TO PUBLIC;
+SET ROLE regress_cc_nobody;
+SELECT current_user, call, try_call(q) AS outcome FROM cc_calls ORDER BY n;
+SET ROLE regress_cc_monitor;
+SELECT current_user, call, try_call(q) AS outcome FROM cc_calls ORDER BY n;
+SET ROLE regress_cc_operator;
+SELECT current_user, call, try_call(q) AS outcome FROM cc_calls ORDER BY n;
+RESET ROLE;
+DROP OWNED BY regress_cc_nobody, regress_cc_monitor, regress_cc_operator;
+DROP ROLE regress_cc_nobody, regress_cc_monitor, regress_cc_operator;
+
 DROP FUNCTION try_call(text), noop(text, bigint, jsonb);
 DELETE FROM ordering.parked WHERE consumer IN ('billing', 'ledger');
 DELETE FROM ordering.positions WHERE consumer IN ('billing', 'ledger');

@@ -2435,8 +2435,9 @@ CREATE FUNCTION ordering_internal.shard_gaps(deadline double precision, sweep bo
     AS 'MODULE_PATHNAME', 'ordering_shard_gaps';
 COMMENT ON FUNCTION ordering_internal.shard_gaps(double precision, boolean) IS
     'This node''s part of the gaps of the distributed consumers: the open gaps older than deadline seconds of the shard groups placed here, or with sweep, one gap sweep of them and the requests it emitted; a JSON array of rows';
--- Operators only: it writes gap requests (ordering.sweep_gaps() runs it
--- on every node as its own caller).
+-- The monitoring set lists the gaps with it; a sweep writes gap requests
+-- and needs EXECUTE on ordering.sweep_gaps() too (ordering.sweep_gaps()
+-- runs it on every node as its own caller).
 REVOKE EXECUTE ON FUNCTION ordering_internal.shard_gaps(double precision, boolean) FROM PUBLIC;
 
 -- The open gaps of the distributed consumers, from every node (on the
@@ -3069,6 +3070,80 @@ BEGIN
         COALESCE(parked, 'ordering.parked'::pg_catalog.regclass),
         COALESCE(dead, 'ordering.dead_letter_events'::pg_catalog.regclass))
     USING consumer, buckets, bucket_list, resource_prefix;
+END
+$$;
+
+-- The sets as the section "Hardening: privileges, self-checks, operations"
+-- defines them, with the distributed consumers' functions: the monitoring
+-- set (and so the operator set) lists their gaps, the operator set sweeps
+-- them (ordering.sweep_gaps()).  Citus
+-- does not propagate GRANT EXECUTE: run the grant functions on every node
+-- (docs/citus-consumers.md).
+CREATE OR REPLACE FUNCTION ordering.grant_monitor(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.metrics(), ordering.metric_label_value(text), '
+        'ordering.consumer_counters(), ordering.stream_counters(), '
+        'ordering.stats_reset_time(), ordering.gap_deadline(), '
+        'ordering.consumer_statistics(), ordering.stream_statistics(), '
+        'ordering.hot_resources(text, text, integer)',
+        'SELECT ON ordering.stats, ordering.stream_stats, ordering.open_gaps, '
+        'ordering.gap_requests, ordering.outbox_lag',
+        -- what ordering.metrics() runs
+        'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
+        'ordering_internal.metric_samples(text), '
+        'ordering_internal.metric_label_set(text[], text[])',
+        -- Citus: the distributed consumers' open gaps, listed on every node
+        'EXECUTE ON FUNCTION ordering.distributed_open_gaps(), '
+        'ordering_internal.shard_gaps(double precision, boolean)');
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.grant_operator(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_consumer(role);
+    PERFORM ordering.grant_monitor(role);
+    PERFORM ordering.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.skip_gap(text, text), '
+        'ordering.retry_dead_letter(text, text), '
+        'ordering.retry_dead_letter(text, text, regprocedure), '
+        'ordering.discard_dead_letter(text, text), '
+        'ordering.sweep_gaps(), ordering.stats_reset(), '
+        'ordering.check(double precision, bigint), ordering.resource_key(anyelement)',
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.gap_requests',
+        -- what ordering.check() reads: the extension's tables, and its own
+        -- attached table (users' attached tables need SELECT granted by
+        -- their owners, or check() skips them with a WARNING)
+        'SELECT ON ordering.sequences, ordering.attachments, ordering.attached_tables, '
+        'ordering.outbox',
+        'EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)');
+END
+$$;
+
+-- Roles that have the monitoring set (EXECUTE on metrics()) get the same.
+DO $$
+DECLARE
+    grantee regrole;
+BEGIN
+    FOR grantee IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.metrics()'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        PERFORM ordering.grant_privileges(grantee,
+            'EXECUTE ON FUNCTION ordering.distributed_open_gaps(), '
+            'ordering_internal.shard_gaps(double precision, boolean)');
+    END LOOP;
 END
 $$;
 

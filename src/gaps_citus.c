@@ -33,6 +33,10 @@
  * transaction commits; if it does not, the request is announced again
  * after its backoff, like one whose notification nobody heard.
  *
+ * Privileges: shard_gaps() is for the monitoring set (listing) and the
+ * operator set; a sweep needs EXECUTE on ordering.sweep_gaps() too.  It
+ * runs on every node as its caller, so the sets must be granted there.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -43,14 +47,21 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "lib/stringinfo.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/regproc.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
 #include "citus_meta.h"
+#include "compat.h"
 #include "consumer_citus.h"
 #include "decision_log.h"
 #include "gaps_citus.h"
@@ -214,6 +225,26 @@ shard_group_gaps(const char *tag, const CitusTable *table,
 }
 
 /*
+ * Check that the caller may sweep gaps: the monitoring set runs
+ * shard_gaps() to list them (ordering.distributed_open_gaps()), the sweep
+ * is for those who may run ordering.sweep_gaps().
+ */
+static void
+shard_gaps_check_sweeper(void)
+{
+	List	   *name = list_make1(makeString("ordering"));
+	Oid			fn;
+	AclResult	aclresult;
+
+	name = lappend(name, makeString("sweep_gaps"));
+	fn = LookupFuncName(name, 0, NULL, false);
+	aclresult = ordering_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
+
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_FUNCTION, format_procedure(fn));
+}
+
+/*
  * ordering_internal.shard_gaps(deadline double precision, sweep boolean)
  * returns text
  *
@@ -238,7 +269,10 @@ ordering_shard_gaps(PG_FUNCTION_ARGS)
 	deadline = PG_GETARG_FLOAT8(0);
 	sweep = PG_GETARG_BOOL(1);
 	if (sweep)
+	{
 		owned_prevent_write("ordering_internal.shard_gaps()");
+		shard_gaps_check_sweeper();
+	}
 
 	initStringInfo(&out);
 	appendStringInfoChar(&out, '[');
