@@ -37,8 +37,8 @@ OrderingCitus::skip_unless_citus();
 my $cluster = OrderingCitus->new('ccons', workers => 2);
 my $coord = $cluster->coordinator;
 my ($worker1, $worker2) = $cluster->workers;
-note 'Citus ' . $cluster->citus_version . ' on '
-  . $coord->safe_psql('postgres', 'SELECT version()');
+note $coord->safe_psql('postgres', 'SELECT citus_version()')
+  . ' (extension version ' . $cluster->citus_version . ')';
 
 # the resources of the stream, and the events of each
 my $resources = 120;
@@ -343,6 +343,33 @@ is($coord->safe_psql('postgres', q{
 	    $$SELECT COALESCE(sum(events_applied), 0) FROM ordering.stats WHERE consumer = 'acct'$$) r}),
 	$coord->safe_psql('postgres', 'SELECT count(*) FROM truth'),
 	'the events applied counted on all nodes are the events of the stream');
+# for the record: what the stream and the deliveries were, and how the
+# consumer decided (the counters of all nodes)
+note 'schedule: '
+  . $coord->safe_psql('postgres', q{
+	SELECT (SELECT count(*) FROM truth) || ' events, '
+	    || (SELECT count(*) - count(DISTINCT (resource_id, seq)) FROM sched) || ' scheduled twice, '
+	    || (SELECT count(*) FROM truth t WHERE NOT EXISTS (SELECT FROM sched s
+	         WHERE s.resource_id = t.resource_id AND s.seq = t.seq)) || ' lost'})
+  . '; counted on all nodes: '
+  . $coord->safe_psql('postgres', q{
+	SELECT string_agg(k || ' ' || v, ', ' ORDER BY o)
+	  FROM (SELECT j->>'consumer' AS consumer,
+	               sum((j->>'events_consumed')::bigint) AS consumed,
+	               sum((j->>'events_applied')::bigint) AS applied,
+	               sum((j->>'events_duplicate')::bigint) AS duplicate,
+	               sum((j->>'events_stale')::bigint) AS stale,
+	               sum((j->>'events_parked')::bigint) AS parked,
+	               sum((j->>'events_drained')::bigint) AS drained,
+	               sum((j->>'events_dead_lettered')::bigint) AS dead_lettered
+	          FROM run_command_on_all_nodes($$SELECT COALESCE(json_agg(s), '[]') FROM ordering.stats s
+	                                          WHERE consumer = 'acct'$$) r,
+	               json_array_elements(r.result::json) j
+	         GROUP BY 1) c,
+	       LATERAL (VALUES (1, 'consumed', c.consumed), (2, 'applied', c.applied),
+	                       (3, 'duplicate', c.duplicate), (4, 'stale', c.stale),
+	                       (5, 'parked', c.parked), (6, 'drained', c.drained),
+	                       (7, 'dead-lettered', c.dead_lettered)) x(o, k, v)});
 
 # check() sees a broken invariant on a worker: a parked event that should
 # have drained
