@@ -2382,6 +2382,10 @@ BEGIN
         EXECUTE pg_catalog.format('DELETE FROM %s s WHERE s.consumer OPERATOR(pg_catalog.=) $1', tbl.source)
           USING consumer;
     END LOOP;
+    -- rows written with SQL: the summary of parked events kept with each
+    -- position (section "Consumer speed") is not known, the next call of
+    -- each resource counts again
+    EXECUTE pg_catalog.format('UPDATE ordering_internal.%I SET parked_count = -1', tag || '_positions');
 
     -- The call and batch functions: the same C functions for every
     -- consumer, which find their tables from their own names.  Every role
@@ -2628,6 +2632,23 @@ BEGIN
                                   LIMIT 1) k ON true
              WHERE o.blocked_at IS NOT NULL
                AND k.found IS NULL
+             ORDER BY o.consumer, o.resource_id LIMIT $1$q$),
+            ($q$SELECT 'parked_summary_mismatch'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: the position row says %%s parked in [%%s, %%s], %%s holds %%s in [%%s, %%s]',
+                                     pg_catalog.quote_literal(o.consumer), pg_catalog.quote_literal(o.resource_id),
+                                     o.parked_count, o.parked_lowest, o.parked_highest, %2$L,
+                                     k.n, COALESCE(k.lowest, 0), COALESCE(k.highest, 0))
+              FROM %1$s o%6$s
+             CROSS JOIN LATERAL (SELECT pg_catalog.count(*) AS n, pg_catalog.min(p.seq) AS lowest,
+                                        pg_catalog.max(p.seq) AS highest
+                                   FROM %2$s p
+                                  WHERE p.consumer OPERATOR(pg_catalog.=) o.consumer
+                                    AND p.resource_id OPERATOR(pg_catalog.=) o.resource_id) k
+             WHERE o.parked_count OPERATOR(pg_catalog.>=) 0
+               AND (o.parked_count OPERATOR(pg_catalog.<>) k.n
+                    OR (k.n OPERATOR(pg_catalog.>) 0
+                        AND (o.parked_lowest OPERATOR(pg_catalog.<>) k.lowest
+                             OR o.parked_highest OPERATOR(pg_catalog.<>) k.highest)))
              ORDER BY o.consumer, o.resource_id LIMIT $1$q$),
             ($q$SELECT 'distributed_consumer_foreign_rows'::pg_catalog.text,
                    pg_catalog.format('consumer %%s: a row of consumer %%s in %%s',
@@ -2926,6 +2947,28 @@ BEGIN
                               LIMIT 1) k ON true
          WHERE o.blocked_at IS NOT NULL
            AND k.found IS NULL
+         ORDER BY o.consumer, o.resource_id
+         LIMIT $1$q$, sample)
+        USING max_per_kind;
+    -- The summary of parked events kept with each position (its columns
+    -- are added in the section "Consumer speed"); -1 is "not known".
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        SELECT 'parked_summary_mismatch'::pg_catalog.text,
+               pg_catalog.format('consumer %%s, resource %%s: the position row says %%s parked in [%%s, %%s], ordering.parked holds %%s in [%%s, %%s]',
+                                 pg_catalog.quote_literal(o.consumer), pg_catalog.quote_literal(o.resource_id),
+                                 o.parked_count, o.parked_lowest, o.parked_highest,
+                                 k.n, COALESCE(k.lowest, 0), COALESCE(k.highest, 0))
+          FROM ordering.positions o%s
+         CROSS JOIN LATERAL (SELECT pg_catalog.count(*) AS n, pg_catalog.min(p.seq) AS lowest,
+                                    pg_catalog.max(p.seq) AS highest
+                               FROM ordering.parked p
+                              WHERE p.consumer OPERATOR(pg_catalog.=) o.consumer
+                                AND p.resource_id OPERATOR(pg_catalog.=) o.resource_id) k
+         WHERE o.parked_count OPERATOR(pg_catalog.>=) 0
+           AND (o.parked_count OPERATOR(pg_catalog.<>) k.n
+                OR (k.n OPERATOR(pg_catalog.>) 0
+                    AND (o.parked_lowest OPERATOR(pg_catalog.<>) k.lowest
+                         OR o.parked_highest OPERATOR(pg_catalog.<>) k.highest)))
          ORDER BY o.consumer, o.resource_id
          LIMIT $1$q$, sample)
         USING max_per_kind;
