@@ -2789,7 +2789,7 @@ $$;
 -- self-checks, operations" grants distributed_open_gaps() and shard_gaps();
 -- the operator set sweeps them (ordering.sweep_gaps()).  Citus does not
 -- propagate GRANT EXECUTE: run the grant functions on every node
--- (docs/citus-consumers.md).  Roles that have the monitoring set (EXECUTE
+-- (docs/citus.md).  Roles that have the monitoring set (EXECUTE
 -- on metrics()) get them on update.
 DO $$
 DECLARE
