@@ -26,6 +26,8 @@ OBJS = \
 	src/restore.o \
 	src/protect.o \
 	src/consumer.o \
+	src/consumer_citus.o \
+	src/citus_meta.o \
 	src/batch.o \
 	src/handlers.o \
 	src/dead_letters.o \
@@ -36,6 +38,7 @@ OBJS = \
 	src/decision_log.o \
 	src/triggers.o \
 	src/gaps.o \
+	src/gaps_citus.o \
 	src/worker.o \
 	src/sha256.o \
 	src/antientropy.o \
@@ -48,13 +51,13 @@ DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql sql/ordering--1.1--1.2.s
 
 REGRESS = producer producer_sql restore_mode restore_sweep consumer dead_letters dead_letters_below \
 	gaps stats observability metrics search_path gaps_search_path privileges hot_paths bad_input reconcile \
-	check replicated batch batch_equivalence wakeup compat own_tables citus
+	check replicated batch batch_equivalence wakeup compat own_tables citus citus_consumer
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
 ISOLATION = producer_order keyed_reindex consumer_deliver consumer_apply consumer_newer_only gaps_sweep \
 	gaps_race owned_reindex owned_isolation producer_create reconcile_concurrent \
-	dead_letters_retry dead_letters_gaps batch_concurrent wakeup_notify
+	dead_letters_retry dead_letters_gaps batch_concurrent wakeup_notify citus_consumer_route
 # pg_isolation_regress reads specs/ and expected/ from --outputdir first, then
 # from --inputdir: the specs are linked into the output directory, so the
 # expected outputs come from the top-level expected/.

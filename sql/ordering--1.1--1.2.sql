@@ -777,7 +777,11 @@ BEGIN
         -- what ordering.metrics() runs
         'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
         'ordering_internal.metric_samples(text), '
-        'ordering_internal.metric_label_set(text[], text[])');
+        'ordering_internal.metric_label_set(text[], text[])',
+        -- Citus: the distributed consumers' open gaps, listed on every node
+        -- (section "Citus: consumers")
+        'EXECUTE ON FUNCTION ordering.distributed_open_gaps(), '
+        'ordering_internal.shard_gaps(double precision, boolean)');
 END
 $$;
 COMMENT ON FUNCTION ordering.grant_monitor(regrole) IS
@@ -1836,6 +1840,10 @@ BEGIN
          LIMIT $1$q$, sample)
         USING max_per_kind;
 
+    -- Citus: the distributed consumers' tables, on every node (section
+    -- "Citus: consumers")
+    RETURN QUERY SELECT * FROM ordering_internal.check_distributed_consumers(sample_percent, max_per_kind);
+
     -- Statistics: each gauge of ordering.stats that counts rows of a table
     -- equals that count, per consumer.  Without the library preloaded there
     -- are no statistics to compare.
@@ -2207,6 +2215,601 @@ GRANT EXECUTE ON FUNCTION ordering_internal.counter_table_name(text),
 -- ------------------------------------------------------------------------
 -- Citus: consumers
 -- ------------------------------------------------------------------------
+
+-- A distributed consumer (docs/citus.md, "Consumers"; src/consumer_citus.c)
+-- keeps its positions, parked events, dead letters and gap requests in
+-- four tables of the shapes of the extension's own, distributed by
+-- resource_id and co-located with the consumer's projection, plus a call
+-- function that Citus delegates to the node of a resource.  Their names
+-- start with the consumer's tag, so that every node finds them from the
+-- consumer's name alone.
+CREATE FUNCTION ordering_internal.consumer_tag(consumer text) RETURNS text
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'ordering_consumer_tag';
+COMMENT ON FUNCTION ordering_internal.consumer_tag(text) IS
+    'The prefix of the names of a distributed consumer''s tables and call function: consumer_ followed by the first 16 hex digits of the SHA-256 of its name';
+-- Any role may call it: a hash of its argument, telling where an operator
+-- finds a consumer's tables.
+GRANT EXECUTE ON FUNCTION ordering_internal.consumer_tag(text) TO PUBLIC;
+
+-- The distributed consumers of this database, on the coordinator where
+-- ordering.distribute_consumer() ran (the nodes find a consumer's tables by
+-- its tag; this list is for SQL: the sweep, check(), reconciliation).
+CREATE TABLE ordering_internal.distributed_consumers (
+    consumer       text COLLATE "C" PRIMARY KEY,
+    tag            text NOT NULL UNIQUE,
+    colocate_with  regclass NOT NULL,
+    distributed_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE ordering_internal.distributed_consumers IS
+    'The consumers whose state Citus distributes (ordering.distribute_consumer): tag of their tables in ordering_internal, and the table they are co-located with';
+SELECT pg_catalog.pg_extension_config_dump('ordering_internal.distributed_consumers', '');
+-- Readable by every role: it names consumers and the tables they follow
+-- (ordering.check() reads it as its caller).
+GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
+
+-- The tables of a distributed consumer, of the shapes of the extension's
+-- own (LIKE ... INCLUDING ALL, so they follow any change of those), with
+-- the collation of the projection's distribution column on resource_id,
+-- as Citus's co-location requires.
+CREATE FUNCTION ordering.distribute_consumer(consumer text, colocate_with regclass)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    tag text;
+    part record;
+    col record;
+    tbl record;
+    g record;
+    libfile text;
+    fn record;
+    fn_sig pg_catalog.regprocedure;
+    coordinator boolean;
+BEGIN
+    IF consumer IS NULL OR colocate_with IS NULL THEN
+        RAISE EXCEPTION 'consumer and colocate_with must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF consumer OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'consumer must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.octet_length(consumer) OPERATOR(pg_catalog.>) 1024 THEN
+        RAISE EXCEPTION 'consumer is too long (% bytes, at most 1024)', pg_catalog.octet_length(consumer)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension e
+                    WHERE e.extname OPERATOR(pg_catalog.=) 'citus') THEN
+        RAISE EXCEPTION 'Citus is not installed in this database'
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'ordering.distribute_consumer() keeps a consumer''s state in tables that Citus distributes.',
+                  HINT = 'Run CREATE EXTENSION citus and add the worker nodes first; on one node, a consumer needs no distribution.';
+    END IF;
+    EXECUTE 'SELECT pg_catalog.citus_is_coordinator()' INTO coordinator;
+    IF NOT coordinator THEN
+        RAISE EXCEPTION 'ordering.distribute_consumer() must run on the coordinator'
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+
+    -- the projection: hash-distributed, one placement per shard, by a text
+    -- column of a deterministic collation
+    EXECUTE 'SELECT p.partmethod, p.repmodel, p.colocationid,'
+            '       pg_catalog.column_to_column_name(p.logicalrelid, p.partkey) AS distcol'
+            '  FROM pg_catalog.pg_dist_partition p'
+            ' WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1'
+       INTO part USING colocate_with;
+    IF part IS NULL OR part.partmethod OPERATOR(pg_catalog.<>) 'h' THEN
+        RAISE EXCEPTION 'table % is not a hash-distributed table', colocate_with
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A distributed consumer''s state is co-located with a table distributed by the resource id.',
+                  HINT = 'Distribute the consumer''s projection first: SELECT create_distributed_table(''<table>'', ''<resource column>'').';
+    END IF;
+    IF part.repmodel OPERATOR(pg_catalog.<>) 's' THEN
+        RAISE EXCEPTION 'table % has replicated shards', colocate_with
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Citus delegates a call only to a shard with one placement.',
+                  HINT = 'Distribute the projection with citus.shard_replication_factor = 1.';
+    END IF;
+    SELECT a.atttypid, a.attcollation, c.collisdeterministic,
+           pg_catalog.format('%I.%I', n.nspname, c.collname) AS collname
+      INTO col
+      FROM pg_catalog.pg_attribute a
+      LEFT JOIN pg_catalog.pg_collation c ON c.oid OPERATOR(pg_catalog.=) a.attcollation
+      LEFT JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.collnamespace
+     WHERE a.attrelid OPERATOR(pg_catalog.=) colocate_with
+       AND a.attname OPERATOR(pg_catalog.=) part.distcol;
+    IF col.atttypid OPERATOR(pg_catalog.<>) 'pg_catalog.text'::pg_catalog.regtype THEN
+        RAISE EXCEPTION 'table % is distributed by column % of type %, not text',
+                        colocate_with, part.distcol, col.atttypid::pg_catalog.regtype
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A distributed consumer is distributed by its resource ids, which are text.',
+                  HINT = 'Distribute the projection by a text column that holds the resource id.';
+    END IF;
+    IF NOT col.collisdeterministic THEN
+        RAISE EXCEPTION 'table % is distributed by a column of the nondeterministic collation %',
+                        colocate_with, col.collname
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Use a deterministic collation for the resource column.';
+    END IF;
+
+    tag := ordering_internal.consumer_tag(consumer);
+    IF EXISTS (SELECT FROM ordering_internal.distributed_consumers d
+                WHERE d.consumer OPERATOR(pg_catalog.=) distribute_consumer.consumer)
+       OR pg_catalog.to_regclass(pg_catalog.format('ordering_internal.%I', tag || '_positions')) IS NOT NULL THEN
+        RAISE EXCEPTION 'consumer "%" is distributed already', consumer
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+
+    -- No local call of the consumer may run meanwhile: those in progress
+    -- finish first, later ones wait and then find the consumer distributed.
+    LOCK TABLE ordering.positions, ordering.parked, ordering.dead_letter_events,
+               ordering.gap_requests IN SHARE ROW EXCLUSIVE MODE;
+    -- the tables are new in this transaction: one connection per node
+    PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
+
+    FOR tbl IN
+        SELECT v.suffix, v.source::pg_catalog.regclass AS source,
+               pg_catalog.format('ordering_internal.%I', tag || v.suffix) AS name
+          FROM (VALUES (1, '_positions', 'ordering.positions'),
+                       (2, '_parked', 'ordering.parked'),
+                       (3, '_dead_letters', 'ordering.dead_letter_events'),
+                       (4, '_gap_requests', 'ordering.gap_requests')) v(ord, suffix, source)
+         ORDER BY v.ord
+    LOOP
+        EXECUTE pg_catalog.format('CREATE TABLE %s (LIKE %s INCLUDING ALL)', tbl.name, tbl.source);
+        EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN resource_id TYPE pg_catalog.text COLLATE %s',
+                                  tbl.name, col.collname);
+        -- storage parameters (the fillfactor of positions) are not LIKE's
+        IF (SELECT c.reloptions FROM pg_catalog.pg_class c
+             WHERE c.oid OPERATOR(pg_catalog.=) tbl.source) IS NOT NULL THEN
+            EXECUTE pg_catalog.format('ALTER TABLE %s SET (%s)', tbl.name,
+                (SELECT pg_catalog.array_to_string(c.reloptions, ', ') FROM pg_catalog.pg_class c
+                  WHERE c.oid OPERATOR(pg_catalog.=) tbl.source));
+        END IF;
+        EXECUTE pg_catalog.format('COMMENT ON TABLE %s IS %L', tbl.name,
+            pg_catalog.format('%s of distributed consumer %s (ordering.distribute_consumer)',
+                              tbl.source, pg_catalog.quote_literal(consumer)));
+        EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''resource_id'', colocate_with => $2)'
+          USING tbl.name::pg_catalog.regclass, colocate_with::pg_catalog.text;
+        -- who may read the extension's table may read the consumer's
+        FOR g IN
+            SELECT e.privilege_type, e.grantee
+              FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) e
+             WHERE c.oid OPERATOR(pg_catalog.=) tbl.source
+               AND e.grantee OPERATOR(pg_catalog.<>) c.relowner
+        LOOP
+            EXECUTE pg_catalog.format('GRANT %s ON %s TO %s', g.privilege_type, tbl.name,
+                CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                     ELSE g.grantee::pg_catalog.regrole::pg_catalog.text END);
+        END LOOP;
+        -- the consumer's state so far moves along
+        EXECUTE pg_catalog.format('INSERT INTO %s SELECT * FROM %s s WHERE s.consumer OPERATOR(pg_catalog.=) $1',
+                                  tbl.name, tbl.source)
+          USING consumer;
+        EXECUTE pg_catalog.format('DELETE FROM %s s WHERE s.consumer OPERATOR(pg_catalog.=) $1', tbl.source)
+          USING consumer;
+    END LOOP;
+    -- rows written with SQL: the summary of parked events kept with each
+    -- position (section "Consumer speed") is not known, the next call of
+    -- each resource counts again
+    EXECUTE pg_catalog.format('UPDATE ordering_internal.%I SET parked_count = -1', tag || '_positions');
+
+    -- The call and batch functions: the same C functions for every
+    -- consumer, which find their tables from their own names.  Every role
+    -- may execute them: they check that their caller may execute the
+    -- consumer function they run.
+    SELECT p.probin INTO libfile FROM pg_catalog.pg_proc p
+     WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.deliver(text, text, bigint, jsonb)'::pg_catalog.regprocedure;
+    FOR fn IN
+        SELECT v.suffix, v.symbol, v.args, v.result, v.rows, v.comment,
+               pg_catalog.regexp_replace(v.args, '(^|, )[a-z_]+ ', '\1', 'g') AS types,
+               pg_catalog.format('ordering_internal.%I', tag || v.suffix) AS name
+          FROM (VALUES ('_call', 'ordering_consumer_call',
+                        'op pg_catalog."char", resource_id pg_catalog.text, consumer pg_catalog.text, '
+                        'seq pg_catalog.int8, payload pg_catalog.jsonb, handler pg_catalog.regprocedure, '
+                        'option pg_catalog.text',
+                        'seq pg_catalog.int8, payload pg_catalog.jsonb', 1,
+                        'Runs the calls of distributed consumer %s on the node of their resource (ordering.distribute_consumer)'),
+                       ('_batch', 'ordering_consumer_batch',
+                        'op pg_catalog."char", resource_id pg_catalog.text, consumer pg_catalog.text, '
+                        'ords pg_catalog.int4[], resource_ids pg_catalog.text[], seqs pg_catalog.int8[], '
+                        'payloads pg_catalog.jsonb[], handler pg_catalog.regprocedure, option pg_catalog.text',
+                        'ord pg_catalog.int4, seq pg_catalog.int8, payload pg_catalog.jsonb', 100,
+                        'Runs a part of a batch of distributed consumer %s on the node of its shard (ordering.distribute_consumer)'))
+               v(suffix, symbol, args, result, rows, comment)
+    LOOP
+        EXECUTE pg_catalog.format('CREATE FUNCTION %s(%s) RETURNS TABLE (%s) LANGUAGE c VOLATILE ROWS %s AS %L, %L',
+                                  fn.name, fn.args, fn.result, fn.rows, libfile, fn.symbol);
+        fn_sig := (pg_catalog.format('%s(%s)', fn.name, fn.types))::pg_catalog.regprocedure;
+        EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', fn_sig,
+                                  pg_catalog.format(fn.comment, pg_catalog.quote_literal(consumer)));
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', fn_sig);
+        EXECUTE 'SELECT pg_catalog.create_distributed_function($1, ''$2'', colocate_with => $2, force_delegation => true)'
+          USING fn_sig, pg_catalog.format('ordering_internal.%I', tag || '_positions');
+    END LOOP;
+
+    INSERT INTO ordering_internal.distributed_consumers (consumer, tag, colocate_with)
+    VALUES (consumer, tag, colocate_with);
+END
+$$;
+COMMENT ON FUNCTION ordering.distribute_consumer(text, regclass) IS
+    'Citus: keeps the consumer''s positions, parked events, dead letters and gap requests in tables distributed by resource and co-located with colocate_with (its projection, distributed by a text column), and runs each of its calls on the node of its resource; its state so far moves along';
+REVOKE EXECUTE ON FUNCTION ordering.distribute_consumer(text, regclass) FROM PUBLIC;
+
+
+-- The gaps of distributed consumers: each node lists or sweeps those of the
+-- shard groups it holds (src/gaps_citus.c), and ordering.sweep_gaps() on
+-- the coordinator sweeps every node's and announces their requests there.
+CREATE FUNCTION ordering_internal.shard_gaps(deadline double precision, sweep boolean)
+    RETURNS text
+    LANGUAGE c VOLATILE
+    AS 'MODULE_PATHNAME', 'ordering_shard_gaps';
+COMMENT ON FUNCTION ordering_internal.shard_gaps(double precision, boolean) IS
+    'This node''s part of the gaps of the distributed consumers: the open gaps older than deadline seconds of the shard groups placed here, or with sweep, one gap sweep of them and the requests it emitted; a JSON array of rows';
+-- The monitoring set lists the gaps with it; a sweep writes gap requests
+-- and needs EXECUTE on ordering.sweep_gaps() too (ordering.sweep_gaps()
+-- runs it on every node as its own caller).
+REVOKE EXECUTE ON FUNCTION ordering_internal.shard_gaps(double precision, boolean) FROM PUBLIC;
+
+-- The open gaps of the distributed consumers, from every node (on the
+-- coordinator; ordering.open_gaps lists those of the other consumers).
+CREATE FUNCTION ordering.distributed_open_gaps()
+    RETURNS TABLE (nodeid integer, consumer text, resource_id text, missing_from bigint,
+                   missing_to bigint, parked_count bigint, first_parked_at timestamptz)
+    LANGUAGE plpgsql VOLATILE ROWS 10
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    node record;
+BEGIN
+    IF NOT EXISTS (SELECT FROM ordering_internal.distributed_consumers) THEN
+        RETURN;
+    END IF;
+    FOR node IN EXECUTE
+        'SELECT r.nodeid, r.success, r.result FROM pg_catalog.run_command_on_all_nodes($1) r ORDER BY r.nodeid'
+        USING pg_catalog.format('SELECT ordering_internal.shard_gaps(%s, false)',
+                                pg_catalog.date_part('epoch', ordering.gap_deadline()))
+    LOOP
+        IF NOT node.success THEN
+            RAISE EXCEPTION 'listing the gaps failed on node %: %', node.nodeid, node.result
+                USING ERRCODE = 'connection_failure';
+        END IF;
+        RETURN QUERY
+        SELECT node.nodeid, g.consumer, g.resource_id, g.missing_from, g.missing_to,
+               g.parked_count, g.first_parked_at
+          FROM pg_catalog.json_to_recordset(node.result::pg_catalog.json)
+               AS g(consumer text, resource_id text, missing_from bigint, missing_to bigint,
+                    parked_count bigint, first_parked_at timestamptz)
+         ORDER BY g.consumer, g.resource_id;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ordering.distributed_open_gaps() IS
+    'Citus: the gaps of the distributed consumers whose oldest parked event is older than ordering.gap_deadline, from every node (nodeid of pg_dist_node); run it on the coordinator';
+REVOKE EXECUTE ON FUNCTION ordering.distributed_open_gaps() FROM PUBLIC;
+
+-- ordering.check()'s part for the distributed consumers (on the
+-- coordinator, through Citus: each query reads every node's shards): the
+-- invariants of the extension's own tables, on each consumer's tables,
+-- and that the consumer's state is there only.
+CREATE FUNCTION ordering_internal.check_distributed_consumers(sample_percent double precision,
+                                                              max_per_kind bigint)
+    RETURNS TABLE (kind text, detail text)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    dc record;
+    t record;
+    sample text := '';
+    q text;
+BEGIN
+    IF sample_percent OPERATOR(pg_catalog.<) 100 THEN
+        sample := pg_catalog.format(' TABLESAMPLE SYSTEM (%s)', sample_percent);
+    END IF;
+    FOR dc IN SELECT d.* FROM ordering_internal.distributed_consumers d ORDER BY d.consumer LOOP
+        SELECT pg_catalog.to_regclass(pg_catalog.format('ordering_internal.%I', dc.tag || '_positions')) AS positions,
+               pg_catalog.to_regclass(pg_catalog.format('ordering_internal.%I', dc.tag || '_parked')) AS parked,
+               pg_catalog.to_regclass(pg_catalog.format('ordering_internal.%I', dc.tag || '_dead_letters')) AS dead,
+               pg_catalog.to_regclass(pg_catalog.format('ordering_internal.%I', dc.tag || '_gap_requests')) AS gaps
+          INTO t;
+        IF t.positions IS NULL OR t.parked IS NULL OR t.dead IS NULL OR t.gaps IS NULL THEN
+            kind := 'distributed_consumer_tables_missing';
+            detail := pg_catalog.format('consumer %s: its tables %s_* are missing',
+                                        pg_catalog.quote_literal(dc.consumer), dc.tag);
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        -- a distributed consumer's state is in its tables only
+        RETURN QUERY
+        SELECT 'distributed_consumer_local_rows'::pg_catalog.text,
+               pg_catalog.format('consumer %s: %s rows in %s', pg_catalog.quote_literal(dc.consumer), x.n, x.tbl)
+          FROM (SELECT 'ordering.positions' AS tbl, (SELECT pg_catalog.count(*) FROM ordering.positions p
+                                                     WHERE p.consumer OPERATOR(pg_catalog.=) dc.consumer) AS n
+                UNION ALL
+                SELECT 'ordering.parked', (SELECT pg_catalog.count(*) FROM ordering.parked p
+                                            WHERE p.consumer OPERATOR(pg_catalog.=) dc.consumer)
+                UNION ALL
+                SELECT 'ordering.dead_letter_events', (SELECT pg_catalog.count(*) FROM ordering.dead_letter_events p
+                                                       WHERE p.consumer OPERATOR(pg_catalog.=) dc.consumer)
+                UNION ALL
+                SELECT 'ordering.gap_requests', (SELECT pg_catalog.count(*) FROM ordering.gap_requests p
+                                                 WHERE p.consumer OPERATOR(pg_catalog.=) dc.consumer)) x
+         WHERE x.n OPERATOR(pg_catalog.>) 0;
+        -- the invariants of ordering.check(), kind by kind
+        FOR q IN
+            SELECT v.q FROM (VALUES
+            ($q$SELECT 'parked_not_ahead'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: parked seq %%s, position %%s',
+                                     pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
+                                     p.seq, COALESCE(pos.position, 0))
+              FROM %2$s p%6$s
+              LEFT JOIN LATERAL (SELECT o.position FROM %1$s o
+                                  WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                    AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                                  LIMIT 1) pos ON true
+             WHERE p.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+             ORDER BY p.consumer, p.resource_id, p.seq LIMIT $1$q$),
+            ($q$SELECT 'parked_not_drained'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: parked seq %%s is next after position %%s',
+                                     pg_catalog.quote_literal(p.consumer), pg_catalog.quote_literal(p.resource_id),
+                                     p.seq, COALESCE(pos.position, 0))
+              FROM %2$s p%6$s
+              LEFT JOIN LATERAL (SELECT o.position FROM %1$s o
+                                  WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
+                                    AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                                  LIMIT 1) pos ON true
+             WHERE p.seq OPERATOR(pg_catalog.=) (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
+             ORDER BY p.consumer, p.resource_id, p.seq LIMIT $1$q$),
+            ($q$SELECT 'gap_request_without_parked'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s, nothing parked',
+                                     pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                     g.missing_from, g.missing_to)
+              FROM %4$s g%6$s
+              LEFT JOIN LATERAL (SELECT true AS found FROM %2$s p
+                                  WHERE p.consumer OPERATOR(pg_catalog.=) g.consumer
+                                    AND p.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                                  LIMIT 1) k ON true
+             WHERE k.found IS NULL
+             ORDER BY g.consumer, g.resource_id LIMIT $1$q$),
+            ($q$SELECT 'gap_request_filled'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s, position %%s',
+                                     pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                     g.missing_from, g.missing_to, COALESCE(pos.position, 0))
+              FROM %4$s g%6$s
+              LEFT JOIN LATERAL (SELECT o.position FROM %1$s o
+                                  WHERE o.consumer OPERATOR(pg_catalog.=) g.consumer
+                                    AND o.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                                  LIMIT 1) pos ON true
+             WHERE g.missing_to OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+             ORDER BY g.consumer, g.resource_id LIMIT $1$q$),
+            ($q$SELECT 'gap_request_empty'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: gap request for %%s..%%s',
+                                     pg_catalog.quote_literal(g.consumer), pg_catalog.quote_literal(g.resource_id),
+                                     g.missing_from, g.missing_to)
+              FROM %4$s g%6$s
+             WHERE g.missing_from OPERATOR(pg_catalog.>) g.missing_to
+             ORDER BY g.consumer, g.resource_id LIMIT $1$q$),
+            ($q$SELECT 'dead_letter_not_ahead'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, position %%s',
+                                     pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                     d.seq, COALESCE(pos.position, 0))
+              FROM %3$s d%6$s
+              LEFT JOIN LATERAL (SELECT o.position FROM %1$s o
+                                  WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
+                                    AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                                  LIMIT 1) pos ON true
+             WHERE d.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
+             ORDER BY d.consumer, d.resource_id LIMIT $1$q$),
+            ($q$SELECT 'dead_letter_parked'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s is also parked',
+                                     pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                     d.seq)
+              FROM %3$s d%6$s
+              JOIN LATERAL (SELECT true AS found FROM %2$s p
+                             WHERE p.consumer OPERATOR(pg_catalog.=) d.consumer
+                               AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                               AND p.seq OPERATOR(pg_catalog.=) d.seq
+                             LIMIT 1) k ON true
+             ORDER BY d.consumer, d.resource_id LIMIT $1$q$),
+            ($q$SELECT 'dead_letter_not_blocking'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, but %%s',
+                                     pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
+                                     d.seq,
+                                     CASE WHEN pos.found IS NULL THEN 'the resource has no position row'
+                                          WHEN pos.blocked_at IS NULL THEN 'the resource is not blocked'
+                                          ELSE pg_catalog.format('the resource is blocked at seq %%s', pos.blocked_at)
+                                     END)
+              FROM %3$s d%6$s
+              LEFT JOIN LATERAL (SELECT true AS found, o.blocked_at FROM %1$s o
+                                  WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
+                                    AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                                  LIMIT 1) pos ON true
+             WHERE pos.found IS NULL
+                OR pos.blocked_at IS DISTINCT FROM d.seq
+             ORDER BY d.consumer, d.resource_id LIMIT $1$q$),
+            ($q$SELECT 'block_without_dead_letter'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: blocked at seq %%s, but there is no dead letter',
+                                     pg_catalog.quote_literal(o.consumer), pg_catalog.quote_literal(o.resource_id),
+                                     o.blocked_at)
+              FROM %1$s o%6$s
+              LEFT JOIN LATERAL (SELECT true AS found FROM %3$s d
+                                  WHERE d.consumer OPERATOR(pg_catalog.=) o.consumer
+                                    AND d.resource_id OPERATOR(pg_catalog.=) o.resource_id
+                                  LIMIT 1) k ON true
+             WHERE o.blocked_at IS NOT NULL
+               AND k.found IS NULL
+             ORDER BY o.consumer, o.resource_id LIMIT $1$q$),
+            ($q$SELECT 'parked_summary_mismatch'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s, resource %%s: the position row says %%s parked in [%%s, %%s], %%s holds %%s in [%%s, %%s]',
+                                     pg_catalog.quote_literal(o.consumer), pg_catalog.quote_literal(o.resource_id),
+                                     o.parked_count, o.parked_lowest, o.parked_highest, %2$L,
+                                     k.n, COALESCE(k.lowest, 0), COALESCE(k.highest, 0))
+              FROM %1$s o%6$s
+             CROSS JOIN LATERAL (SELECT pg_catalog.count(*) AS n, pg_catalog.min(p.seq) AS lowest,
+                                        pg_catalog.max(p.seq) AS highest
+                                   FROM %2$s p
+                                  WHERE p.consumer OPERATOR(pg_catalog.=) o.consumer
+                                    AND p.resource_id OPERATOR(pg_catalog.=) o.resource_id) k
+             WHERE o.parked_count OPERATOR(pg_catalog.>=) 0
+               AND (o.parked_count OPERATOR(pg_catalog.<>) k.n
+                    OR (k.n OPERATOR(pg_catalog.>) 0
+                        AND (o.parked_lowest OPERATOR(pg_catalog.<>) k.lowest
+                             OR o.parked_highest OPERATOR(pg_catalog.<>) k.highest)))
+             ORDER BY o.consumer, o.resource_id LIMIT $1$q$),
+            ($q$SELECT 'distributed_consumer_foreign_rows'::pg_catalog.text,
+                   pg_catalog.format('consumer %%s: a row of consumer %%s in %%s',
+                                     pg_catalog.quote_literal(%5$L), pg_catalog.quote_literal(x.consumer), %1$L)
+              FROM %1$s x
+             WHERE x.consumer OPERATOR(pg_catalog.<>) %5$L
+             ORDER BY x.consumer LIMIT $1$q$)) v(q)
+        LOOP
+            RETURN QUERY EXECUTE pg_catalog.format(q, t.positions, t.parked, t.dead, t.gaps,
+                                                   dc.consumer, sample)
+              USING max_per_kind;
+        END LOOP;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ordering_internal.check_distributed_consumers(double precision, bigint) IS
+    'Internal to ordering.check(): the invariants of the distributed consumers'' tables, checked through Citus on every node, and that their state is nowhere else';
+-- Any role may call it: it reads the tables as its caller (ordering.check()
+-- runs it for whoever may run check()).
+GRANT EXECUTE ON FUNCTION ordering_internal.check_distributed_consumers(double precision, bigint) TO PUBLIC;
+
+-- Reconciliation, consumer side: a distributed consumer's summary and
+-- state are read from its tables, through Citus (on any node).  The 1.1
+-- queries, with the tables as arguments.
+CREATE FUNCTION ordering_internal.distributed_consumer_table(consumer text, suffix text)
+    RETURNS regclass
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT pg_catalog.to_regclass(pg_catalog.format('ordering_internal.%I',
+                              ordering_internal.consumer_tag(consumer) OPERATOR(pg_catalog.||) suffix))
+$$;
+COMMENT ON FUNCTION ordering_internal.distributed_consumer_table(text, text) IS
+    'Internal to the consumer side of reconciliation: a table of a distributed consumer (suffix _positions, _parked, _dead_letters or _gap_requests), or NULL if the consumer is not distributed';
+-- Any role may call it: a lookup of a relation by name.
+GRANT EXECUTE ON FUNCTION ordering_internal.distributed_consumer_table(text, text) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION ordering.consumer_summary(consumer text,
+                                          buckets integer DEFAULT 1024,
+                                          resource_prefix text DEFAULT NULL)
+    RETURNS TABLE (bucket integer, resources bigint, seq_sum numeric, fingerprint bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    positions regclass;
+BEGIN
+    IF consumer IS NULL THEN
+        RAISE EXCEPTION 'consumer must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM ordering.reconcile_check_arguments(buckets, resource_prefix);
+    positions := ordering_internal.distributed_consumer_table(consumer, '_positions');
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+    SELECT ordering.resource_bucket(p.resource_id, $2) AS b,
+           pg_catalog.count(*),
+           pg_catalog.sum(p.position),
+           pg_catalog.bit_xor(ordering.resource_fingerprint(p.resource_id, p.position))
+      FROM %s p
+     WHERE p.consumer OPERATOR(pg_catalog.=) $1
+       AND p.position OPERATOR(pg_catalog.>) 0
+       AND ($3 IS NULL OR pg_catalog.starts_with(p.resource_id, $3))
+     GROUP BY b
+     ORDER BY b$q$, COALESCE(positions, 'ordering.positions'::pg_catalog.regclass))
+    USING consumer, buckets, resource_prefix;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.consumer_state(consumer text, buckets integer,
+                                        bucket_list integer[],
+                                        resource_prefix text DEFAULT NULL)
+    RETURNS TABLE (resource_id text, "position" bigint, parked_from bigint,
+                   parked_through bigint, blocked_at bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    positions regclass := ordering_internal.distributed_consumer_table(consumer, '_positions');
+    parked regclass := ordering_internal.distributed_consumer_table(consumer, '_parked');
+    dead regclass := ordering_internal.distributed_consumer_table(consumer, '_dead_letters');
+BEGIN
+    IF consumer IS NULL OR bucket_list IS NULL THEN
+        RAISE EXCEPTION 'consumer and bucket_list must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM ordering.reconcile_check_arguments(buckets, resource_prefix);
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+    WITH pos AS (
+        SELECT p.resource_id, p.position
+          FROM %1$s p
+         WHERE p.consumer OPERATOR(pg_catalog.=) $1
+           AND p.position OPERATOR(pg_catalog.>) 0
+           AND ($4 IS NULL
+                OR pg_catalog.starts_with(p.resource_id, $4))
+           AND ordering.resource_bucket(p.resource_id, $2)
+               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest($3))
+    ), park AS (
+        SELECT k.resource_id, pg_catalog.min(k.seq) AS lo, pg_catalog.max(k.seq) AS hi
+          FROM %2$s k
+         WHERE k.consumer OPERATOR(pg_catalog.=) $1
+           AND ($4 IS NULL
+                OR pg_catalog.starts_with(k.resource_id, $4))
+           AND ordering.resource_bucket(k.resource_id, $2)
+               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest($3))
+         GROUP BY k.resource_id
+    ), dead AS (
+        SELECT d.resource_id, d.seq
+          FROM %3$s d
+         WHERE d.consumer OPERATOR(pg_catalog.=) $1
+           AND ($4 IS NULL
+                OR pg_catalog.starts_with(d.resource_id, $4))
+           AND ordering.resource_bucket(d.resource_id, $2)
+               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest($3))
+    )
+    SELECT COALESCE(pos.resource_id, park.resource_id, dead.resource_id),
+           COALESCE(pos.position, 0), park.lo, park.hi, dead.seq
+      FROM pos
+      FULL JOIN park ON park.resource_id OPERATOR(pg_catalog.=) pos.resource_id
+      FULL JOIN dead
+        ON dead.resource_id OPERATOR(pg_catalog.=) COALESCE(pos.resource_id, park.resource_id)
+     ORDER BY 1$q$,
+        COALESCE(positions, 'ordering.positions'::pg_catalog.regclass),
+        COALESCE(parked, 'ordering.parked'::pg_catalog.regclass),
+        COALESCE(dead, 'ordering.dead_letter_events'::pg_catalog.regclass))
+    USING consumer, buckets, bucket_list, resource_prefix;
+END
+$$;
+
+-- The monitoring set (and so the operator set) lists the distributed
+-- consumers' gaps: grant_monitor() in section "Hardening: privileges,
+-- self-checks, operations" grants distributed_open_gaps() and shard_gaps();
+-- the operator set sweeps them (ordering.sweep_gaps()).  Citus does not
+-- propagate GRANT EXECUTE: run the grant functions on every node
+-- (docs/citus.md).  Roles that have the monitoring set (EXECUTE
+-- on metrics()) get them on update.
+DO $$
+DECLARE
+    grantee regrole;
+BEGIN
+    FOR grantee IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.metrics()'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        PERFORM ordering.grant_privileges(grantee,
+            'EXECUTE ON FUNCTION ordering.distributed_open_gaps(), '
+            'ordering_internal.shard_gaps(double precision, boolean)');
+    END LOOP;
+END
+$$;
 
 -- (end of section)
 

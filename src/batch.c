@@ -32,6 +32,12 @@
  * handler resource by resource in that order, and the lines of the decision
  * log follow it.
  *
+ * A distributed consumer's batch (consumer_citus.c) is split on the caller's
+ * node, by shard for the table forms and by resource for the handler form,
+ * and each part runs through the code here on the node of its shard, with
+ * the ords of its events in the whole batch (batch_ords): the rows it
+ * returns and its error context name the events by those.
+ *
  * Errors: the arguments and every event in them are checked before
  * anything is decided (SQLSTATE 22004 for a NULL, 22023 for a bad value or
  * arrays of different lengths).  An error while deciding (the parking cap,
@@ -52,10 +58,26 @@
 #include "utils/tuplestore.h"
 
 #include "consumer.h"
+#include "consumer_citus.h"
 
 PG_FUNCTION_INFO_V1(ordering_deliver_batch);
 PG_FUNCTION_INFO_V1(ordering_deliver_batch_handler);
 PG_FUNCTION_INFO_V1(ordering_apply_batch);
+
+/*
+ * The ord of each event of the batch being run, when it is a part of a
+ * larger batch (consumer_citus.c); NULL: its position in the arrays.
+ */
+const int32 *batch_ords = NULL;
+
+/*
+ * The ord of event i (0-based) of the batch being run.
+ */
+static inline int32
+batch_ord(int i)
+{
+	return batch_ords != NULL ? batch_ords[i] : i + 1;
+}
 
 /* One event of a batch */
 typedef struct BatchEvent
@@ -104,7 +126,7 @@ batch_error_context(void *arg)
 	Batch	   *batch = (Batch *) arg;
 
 	if (batch->current >= 0)
-		errcontext("event %d of the batch", batch->current + 1);
+		errcontext("event %d of the batch", batch_ord(batch->current));
 }
 
 /*
@@ -308,6 +330,7 @@ batch_deliver(Batch *batch, HandlerCache *hc, bool dead_lettering,
 	ready.cxt = out != NULL ? call_cxt : event_cxt;
 
 	consumer_open_deliver(&tables);
+	consumer_route_confirm(batch->consumer);
 	batch_push_context(batch, &callback);
 	for (int k = 0; k < batch->n; k++)
 	{
@@ -352,9 +375,12 @@ ordering_deliver_batch(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Batch		batch;
 	BatchOutput out;
+	Datum		routed;
 
 	batch_read(fcinfo, true, &batch);
 	owned_prevent_write("ordering.deliver_batch()");
+	if (consumer_batch_routed(fcinfo, DIST_DELIVER_BATCH, &routed))
+		return routed;
 	consumer_materialize(fcinfo);
 
 	out.first = palloc(sizeof(int) * Max(batch.n, 1));
@@ -371,7 +397,7 @@ ordering_deliver_batch(PG_FUNCTION_ARGS)
 			Datum		values[3];
 			bool		nulls[3] = {false, false, out.rows[j].isnull};
 
-			values[0] = Int32GetDatum(i + 1);
+			values[0] = Int32GetDatum(batch_ord(i));
 			values[1] = Int64GetDatum(out.rows[j].seq);
 			values[2] = out.rows[j].payload;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
@@ -396,11 +422,14 @@ ordering_deliver_batch_handler(PG_FUNCTION_ARGS)
 	HandlerCache *hc;
 	bool		dead_lettering;
 	int64		ran;
+	Datum		routed;
 
 	batch_read(fcinfo, true, &batch);
 	hc = handler_lookup(fcinfo, 4);
 	dead_lettering = handler_dead_lettering(fcinfo, 5);
 	owned_prevent_write("ordering.deliver_batch()");
+	if (consumer_batch_routed(fcinfo, DIST_DELIVER_BATCH_HANDLER, &routed))
+		return routed;
 	ran = batch_deliver(&batch, hc, dead_lettering, NULL);
 	if (ran > PG_INT32_MAX)
 		ereport(ERROR,
@@ -427,14 +456,18 @@ ordering_apply_batch(PG_FUNCTION_ARGS)
 	Batch		batch;
 	OwnedRel	positions;
 	bool	   *applied;
+	Datum		routed;
 
 	batch_read(fcinfo, false, &batch);
 	owned_prevent_write("ordering.apply_batch()");
+	if (consumer_batch_routed(fcinfo, DIST_APPLY_BATCH, &routed))
+		return routed;
 	consumer_materialize(fcinfo);
 	applied = palloc(sizeof(bool) * Max(batch.n, 1));
 	event_cxt = batch_event_context(call_cxt);
 
 	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
+	consumer_route_confirm(batch.consumer);
 	batch_push_context(&batch, &callback);
 	for (int k = 0; k < batch.n; k++)
 	{
@@ -455,7 +488,7 @@ ordering_apply_batch(PG_FUNCTION_ARGS)
 
 	for (int i = 0; i < batch.n; i++)
 	{
-		Datum		values[2] = {Int32GetDatum(i + 1), BoolGetDatum(applied[i])};
+		Datum		values[2] = {Int32GetDatum(batch_ord(i)), BoolGetDatum(applied[i])};
 		bool		nulls[2] = {false, false};
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -87,6 +87,7 @@
 #include "utils/tuplestore.h"
 
 #include "consumer.h"
+#include "consumer_citus.h"
 #include "decision_log.h"
 #include "ordering.h"
 #include "stats.h"
@@ -683,6 +684,7 @@ deliver_event(text *consumer, text *resource, int64 seq, Datum payload,
 	int			ran;
 
 	consumer_open_deliver(&tables);
+	consumer_route_confirm(consumer);
 	ran = consumer_deliver_event(&tables, text_to_cstring(consumer), consumer,
 								 resource, seq, payload, payload_isnull, ready,
 								 hc, dead_lettering);
@@ -740,10 +742,14 @@ ordering_apply_if_newer(PG_FUNCTION_ARGS)
 	int64		seq;
 	OwnedRel	positions;
 	bool		applied;
+	Datum		routed;
 
 	consumer_key_args(fcinfo, &consumer, &resource, &seq);
 	owned_prevent_write("ordering.apply_if_newer()");
+	if (consumer_routed(fcinfo, DIST_APPLY, &routed))
+		return routed;
 	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
+	consumer_route_confirm(consumer);
 	applied = consumer_apply_event(&positions, text_to_cstring(consumer),
 								   consumer, resource, seq);
 	owned_close(&positions);
@@ -761,9 +767,12 @@ ordering_deliver(PG_FUNCTION_ARGS)
 	text	   *resource;
 	int64		seq;
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
+	Datum		routed;
 
 	consumer_key_args(fcinfo, &consumer, &resource, &seq);
 	owned_prevent_write("ordering.deliver()");
+	if (consumer_routed(fcinfo, DIST_DELIVER, &routed))
+		return routed;
 	consumer_materialize(fcinfo);
 	(void) deliver_event(consumer, resource, seq, payload_arg(fcinfo),
 						 PG_ARGISNULL(3), &ready, NULL, false);
@@ -790,11 +799,14 @@ ordering_deliver_handler(PG_FUNCTION_ARGS)
 	HandlerCache *hc;
 	bool		dead_lettering;
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
+	Datum		routed;
 
 	consumer_key_args(fcinfo, &consumer, &resource, &seq);
 	hc = handler_lookup(fcinfo, 4);
 	dead_lettering = handler_dead_lettering(fcinfo, 5);
 	owned_prevent_write("ordering.deliver()");
+	if (consumer_routed(fcinfo, DIST_DELIVER_HANDLER, &routed))
+		return routed;
 	PG_RETURN_INT32(deliver_event(consumer, resource, seq, payload_arg(fcinfo),
 								  PG_ARGISNULL(3), &ready, hc, dead_lettering));
 }
@@ -814,11 +826,15 @@ ordering_position(PG_FUNCTION_ARGS)
 	OwnedRel	positions;
 	OwnedRow	row;
 	int64		position = 0;
+	Datum		routed;
 
 	consumer_key_args(fcinfo, &consumer, &resource, NULL);
+	if (consumer_routed(fcinfo, DIST_POSITION, &routed))
+		return routed;
 	key[0] = PointerGetDatum(consumer);
 	key[1] = PointerGetDatum(resource);
 	owned_open(OWNED_POSITIONS, AccessShareLock, &positions);
+	consumer_route_confirm(consumer);
 	if (owned_fetch(&positions, key, owned_read_snapshot(&buf), &row))
 		position = DatumGetInt64(row.values[POSITIONS_POSITION - 1]);
 	owned_close(&positions);
@@ -843,9 +859,13 @@ consumer_give_up(FunctionCallInfo fcinfo, const char *caller,
 	OwnedRel	parked;
 	KeyDecision kd = {0};
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
+	Datum		routed;
 
 	consumer_key_args(fcinfo, &consumer, &resource, NULL);
 	owned_prevent_write(caller);
+	if (consumer_routed(fcinfo, dead_letter ? DIST_DISCARD : DIST_SKIP_GAP,
+						&routed))
+		return routed;
 	consumer_materialize(fcinfo);
 	key[0] = PointerGetDatum(consumer);
 	key[1] = PointerGetDatum(resource);
@@ -853,6 +873,7 @@ consumer_give_up(FunctionCallInfo fcinfo, const char *caller,
 	kd.parked = &parked;
 	kd.ready = &ready;
 	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
+	consumer_route_confirm(consumer);
 	owned_open(OWNED_PARKED, RowExclusiveLock, &parked);
 	consumer_decide(decide, &kd, &positions);
 	if (kd.plan == PLAN_APPLY)

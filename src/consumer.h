@@ -103,6 +103,26 @@ extern int	consumer_deliver_event(DeliverTables *tables, const char *name,
 extern bool consumer_apply_event(OwnedRel *positions, const char *name,
 								 text *consumer, text *resource, int64 seq);
 
+/*
+ * The consumer functions themselves: a distributed consumer's call function
+ * runs them on the node of the resource (consumer_citus.c).
+ */
+extern PGDLLEXPORT Datum ordering_deliver(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_deliver_handler(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_apply_if_newer(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_position(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_skip_gap(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_dead_letter(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_retry_dead_letter(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_retry_dead_letter_handler(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_discard_dead_letter(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_deliver_batch(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_deliver_batch_handler(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_apply_batch(PG_FUNCTION_ARGS);
+
+/* batch.c: the ords of a part of a distributed consumer's batch, or NULL */
+extern const int32 *batch_ords;
+
 /* handlers.c */
 extern HandlerCache *handler_lookup(FunctionCallInfo fcinfo, int argno);
 extern bool handler_dead_lettering(FunctionCallInfo fcinfo, int argno);

@@ -37,6 +37,7 @@
 #include "utils/timestamp.h"
 
 #include "consumer.h"
+#include "consumer_citus.h"
 #include "decision_log.h"
 #include "stats.h"
 
@@ -196,14 +197,18 @@ ordering_dead_letter(PG_FUNCTION_ARGS)
 	KeyDecision kd = {0};
 	ReadyEvent	event;
 	char	   *name;
+	Datum		routed;
 
 	consumer_key_args(fcinfo, &consumer, &resource, &kd.seq);
 	owned_prevent_write("ordering.dead_letter()");
+	if (consumer_routed(fcinfo, DIST_DEAD_LETTER, &routed))
+		PG_RETURN_VOID();
 	key[0] = PointerGetDatum(consumer);
 	key[1] = PointerGetDatum(resource);
 	kd.key = key;
 	name = text_to_cstring(consumer);
 	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
+	consumer_route_confirm(consumer);
 	owned_open(OWNED_PARKED, RowExclusiveLock, &parked);
 	consumer_decide(decide_dead_letter, &kd, &positions);
 	if (kd.plan == PLAN_BAD_SEQ)
@@ -292,6 +297,21 @@ decide_retry(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 }
 
 /*
+ * The routing of retry_dead_letter() (consumer_citus.c), after the checks
+ * retry() makes first.
+ */
+static bool
+dead_letter_routed(FunctionCallInfo fcinfo, char op, Datum *result)
+{
+	text	   *consumer;
+	text	   *resource;
+
+	consumer_key_args(fcinfo, &consumer, &resource, NULL);
+	owned_prevent_write("ordering.retry_dead_letter()");
+	return consumer_routed(fcinfo, op, result);
+}
+
+/*
  * retry_dead_letter() in both forms: hc NULL for the table form.  Returns
  * how many events ran (or are ready).
  */
@@ -316,6 +336,7 @@ retry(FunctionCallInfo fcinfo, HandlerCache *hc, ReadyList *ready)
 	kd.ready = ready;
 	name = text_to_cstring(consumer);
 	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
+	consumer_route_confirm(consumer);
 	owned_open(OWNED_PARKED, RowExclusiveLock, &parked);
 	consumer_decide(decide_retry, &kd, &positions);
 	if (kd.plan == PLAN_PARK)
@@ -360,7 +381,10 @@ Datum
 ordering_retry_dead_letter(PG_FUNCTION_ARGS)
 {
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
+	Datum		routed;
 
+	if (dead_letter_routed(fcinfo, DIST_RETRY, &routed))
+		return routed;
 	consumer_materialize(fcinfo);
 	(void) retry(fcinfo, NULL, &ready);
 	consumer_return_ready(fcinfo, &ready);
@@ -380,7 +404,10 @@ ordering_retry_dead_letter_handler(PG_FUNCTION_ARGS)
 {
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
 	HandlerCache *hc = handler_lookup(fcinfo, 2);
+	Datum		routed;
 
+	if (dead_letter_routed(fcinfo, DIST_RETRY_HANDLER, &routed))
+		return routed;
 	PG_RETURN_INT32(retry(fcinfo, hc, &ready));
 }
 

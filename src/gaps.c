@@ -71,6 +71,7 @@
 #include "utils/timestamp.h"
 
 #include "decision_log.h"
+#include "gaps_citus.h"
 #include "ordering.h"
 #include "owned.h"
 #include "stats.h"
@@ -257,6 +258,9 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 		ordering_stats_count(consumer, ORDERING_EVENT_GAP_ESCALATED, 1);
 		ordering_log_decision(consumer, DatumGetTextPP(values[1]), DatumGetInt64(values[2]), DatumGetInt64(values[3]) + 1, ORDERING_DECISION_GAP, 0);
 	}
+
+	/* the distributed consumers' gaps, on a Citus coordinator */
+	gaps_citus_sweep(rsinfo, (double) ordering_gap_deadline);
 
 	SPI_finish();
 	return (Datum) 0;

@@ -1,0 +1,1397 @@
+/*-------------------------------------------------------------------------
+ *
+ * consumer_citus.c
+ *	  Consumers whose positions, parked events, dead letters and gap
+ *	  requests Citus distributes by resource (ordering.distribute_consumer):
+ *	  each call of a consumer function for such a consumer runs on the node
+ *	  that holds its resource, in the caller's transaction, through the same
+ *	  code as on one node, on that node's shards.
+ *
+ * A distributed consumer.  ordering.distribute_consumer(consumer,
+ * colocate_with) gives the consumer four tables of the shapes of
+ * ordering.positions, ordering.parked, ordering.dead_letter_events and
+ * ordering.gap_requests, distributed by resource_id and co-located with
+ * colocate_with (the consumer's projection), and a call function, all in
+ * schema ordering_internal and named after the consumer's tag,
+ * "consumer_" and 16 hex digits of SHA-256 of its name: <tag>_positions,
+ * <tag>_parked, <tag>_dead_letters, <tag>_gap_requests and <tag>_call.
+ * Citus creates them on every node with metadata, so every node finds a
+ * consumer's tables by name alone; their existence is what makes the
+ * consumer distributed (the registry ordering_internal.distributed_consumers
+ * only lists them for SQL).  The call function is registered with
+ * create_distributed_function(..., '$2' (resource_id), colocate_with,
+ * force_delegation => true).
+ *
+ * Routing (the caller's node).  Each consumer function first calls
+ * consumer_routed().  While no consumer of the database is distributed
+ * (known per backend, forgotten at any change of pg_class) that is one
+ * comparison and the call goes on here.  For a distributed consumer it
+ * runs "SELECT seq, payload FROM ordering_internal.<tag>_call(op,
+ * resource, consumer, ...)" through SPI with every argument a constant,
+ * which Citus delegates to the node of the resource's shard (the FROM
+ * form, constant arguments and force_delegation are what Citus needs to
+ * delegate inside a transaction block: function_call_delegation.c), over
+ * the connection of the caller's distributed transaction: the call's work
+ * commits or aborts with the caller's, with two-phase commit when the
+ * transaction wrote on several nodes.  On the node that holds the shard
+ * Citus runs the function locally.  Before that, the caller takes the
+ * shard group's metadata lock in ShareLock, as Citus's executor does for a
+ * routed modification (citus_meta.c): a delegated call takes none on its
+ * own, and with it no move or split of the group can change the
+ * placements between the routing and the call.
+ *
+ * The call (the resource's node).  ordering_consumer_call() finds the
+ * consumer's tables by its own name, checks that the caller may execute
+ * the consumer function it stands for, finds the shard of the resource,
+ * takes its metadata lock in ShareLock and looks again (citus_meta.c: a
+ * move or split that blocked writes first has committed, and the shard is
+ * looked up anew; one that starts later waits for this transaction), and
+ * refuses if the shard is not placed here (SQLSTATE 40001: only a caller
+ * that routed without the lock can get here then).  It then points the
+ * storage layer's four tables at the shards of the group for the duration
+ * of the call (owned_redirect) and runs the consumer function itself: the
+ * decisions, the locking rules of owned_rows.c and consumer.c, parking,
+ * handlers, dead letters and gap requests are those of one node, on
+ * tables that hold only this consumer's rows.  A handler runs on that
+ * node, under Citus's force-delegation rule: its queries may touch only
+ * the rows of the same resource in co-located tables (its projection).
+ * A consumer function called from it for another consumer or resource is
+ * refused (0A000): the tables in use are those of one shard group.
+ *
+ * A consumer distributed while a call was deciding.  distribute_consumer()
+ * locks the extension's local tables against writes, moves the consumer's
+ * rows out of them and creates its tables; a call that decided "local"
+ * before it committed and then waited for that lock would write a local
+ * row of a distributed consumer.  So the local path, once it has opened
+ * ordering.positions (whose lock let in the invalidations of what
+ * committed before), confirms its decision when the catalog changed
+ * meanwhile (consumer_route_confirm), and fails with 40001 if the consumer
+ * is distributed now.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "parser/parse_func.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/tuplestore.h"
+
+#include "citus_meta.h"
+#include "compat.h"
+#include "consumer.h"
+#include "consumer_citus.h"
+#include "ordering.h"
+#include "owned.h"
+#include "sha256.h"
+
+PG_FUNCTION_INFO_V1(ordering_consumer_tag);
+PG_FUNCTION_INFO_V1(ordering_consumer_call);
+PG_FUNCTION_INFO_V1(ordering_consumer_batch);
+
+/* "consumer_" and 16 hex digits */
+#define TAG_LEN		(9 + 16)
+
+/* How often a call looks for its shard again after a split */
+#define SHARD_TRIES	8
+
+DistKnown	consumer_dist_known = DIST_UNKNOWN;
+uint32		consumer_dist_epoch = 0;
+uint32		consumer_dist_epoch_routed = 0;
+
+/* The consumer last looked up, and whether it is distributed */
+static struct
+{
+	bool		valid;
+	char	   *name;			/* in TopMemoryContext */
+	int			len;
+	Oid			positions;		/* its positions table, or InvalidOid */
+}			dist_last;
+
+/* The call running on this node for its resource, while it runs */
+static struct
+{
+	text	   *consumer;
+	text	   *resource;
+}			dist_current;
+
+static bool dist_callback_registered = false;
+
+/* The storage layer's tables, and the suffix of a consumer's own */
+static const struct
+{
+	OwnedTableId id;
+	const char *suffix;
+}			dist_tables[] = {
+	{OWNED_POSITIONS, "_positions"},
+	{OWNED_PARKED, "_parked"},
+	{OWNED_DEAD_LETTERS, "_dead_letters"},
+	{OWNED_GAP_REQUESTS, "_gap_requests"},
+};
+
+/*
+ * The tag of a consumer (file header) into buf (TAG_LEN + 1 bytes).
+ */
+static void
+consumer_tag(text *consumer, char *buf)
+{
+	unsigned char digest[ORDERING_SHA256_LEN];
+	static const char hex[] = "0123456789abcdef";
+
+	ordering_sha256((const unsigned char *) VARDATA_ANY(consumer),
+					VARSIZE_ANY_EXHDR(consumer), digest);
+	memcpy(buf, "consumer_", 9);
+	for (int i = 0; i < 8; i++)
+	{
+		buf[9 + 2 * i] = hex[digest[i] >> 4];
+		buf[9 + 2 * i + 1] = hex[digest[i] & 0xf];
+	}
+	buf[TAG_LEN] = '\0';
+}
+
+/*
+ * ordering_internal.consumer_tag(consumer text) returns text: the prefix
+ * of the names of a distributed consumer's tables and call function.
+ */
+Datum
+ordering_consumer_tag(PG_FUNCTION_ARGS)
+{
+	char		tag[TAG_LEN + 1];
+
+	consumer_tag(PG_GETARG_TEXT_PP(0), tag);
+	PG_RETURN_TEXT_P(cstring_to_text(tag));
+}
+
+/*
+ * Forget what we know of the distributed consumers: a relation was
+ * created, dropped or renamed somewhere (any change of pg_class).
+ */
+static void
+dist_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	consumer_dist_known = DIST_UNKNOWN;
+	consumer_dist_epoch++;
+	dist_last.valid = false;
+}
+
+/*
+ * The schema ordering_internal, or InvalidOid.
+ */
+static Oid
+dist_namespace(void)
+{
+	return get_namespace_oid("ordering_internal", true);
+}
+
+/*
+ * The tags of the distributed consumers of this database (all of them with
+ * tags, else only whether there is one: a list of one or none): the
+ * relations ordering_internal.consumer_*_positions.  One range scan of
+ * pg_class's name index.
+ */
+static List *
+dist_scan(bool all)
+{
+	Oid			nsp = dist_namespace();
+	Relation	rel;
+	ScanKeyData keys[2];
+	NameData	low;
+	NameData	high;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	List	   *tags = NIL;
+
+	if (!dist_callback_registered)
+	{
+		CacheRegisterSyscacheCallback(RELNAMENSP, dist_callback, (Datum) 0);
+		dist_callback_registered = true;
+	}
+	if (!OidIsValid(nsp))
+		return NIL;
+	namestrcpy(&low, "consumer_");
+	namestrcpy(&high, "consumer`");
+	rel = table_open(RelationRelationId, AccessShareLock);
+	ScanKeyInit(&keys[0], Anum_pg_class_relname, BTGreaterEqualStrategyNumber,
+				F_NAMEGE, NameGetDatum(&low));
+	ScanKeyInit(&keys[1], Anum_pg_class_relname, BTLessStrategyNumber,
+				F_NAMELT, NameGetDatum(&high));
+	scan = systable_beginscan(rel, ClassNameNspIndexId, true, NULL, 2, keys);
+	while ((all || tags == NIL) && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tuple);
+		const char *name = NameStr(form->relname);
+
+		if (form->relnamespace == nsp && strlen(name) == TAG_LEN + 10 &&
+			strcmp(name + TAG_LEN, "_positions") == 0)
+			tags = lappend(tags, pnstrdup(name, TAG_LEN));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return tags;
+}
+
+/*
+ * The tags of the distributed consumers of this database (of their tables
+ * on this node).
+ */
+List *
+consumer_dist_tags(void)
+{
+	return dist_scan(true);
+}
+
+/*
+ * A relation of a distributed consumer on this node: ordering_internal.
+ * <tag><suffix>, or InvalidOid.
+ */
+Oid
+consumer_dist_relation(const char *tag, const char *suffix)
+{
+	char		name[NAMEDATALEN];
+
+	snprintf(name, sizeof(name), "%s%s", tag, suffix);
+	return get_relname_relid(name, dist_namespace());
+}
+
+/*
+ * The positions table of a consumer if it is distributed, else
+ * InvalidOid.  The last consumer asked about is remembered until the
+ * catalog changes.
+ */
+static Oid
+dist_positions(text *consumer)
+{
+	char		tag[TAG_LEN + 1];
+	int			len = VARSIZE_ANY_EXHDR(consumer);
+
+	if (consumer_dist_known == DIST_UNKNOWN)
+		consumer_dist_known = dist_scan(false) != NIL ? DIST_SOME : DIST_NONE;
+	if (consumer_dist_known == DIST_NONE)
+		return InvalidOid;
+	if (dist_last.valid && dist_last.len == len &&
+		memcmp(dist_last.name, VARDATA_ANY(consumer), len) == 0)
+		return dist_last.positions;
+
+	consumer_tag(consumer, tag);
+	if (dist_last.name != NULL)
+		pfree(dist_last.name);
+	dist_last.name = MemoryContextAlloc(TopMemoryContext, Max(len, 1));
+	memcpy(dist_last.name, VARDATA_ANY(consumer), len);
+	dist_last.len = len;
+	dist_last.positions = consumer_dist_relation(tag, "_positions");
+	dist_last.valid = true;
+	return dist_last.positions;
+}
+
+/*
+ * The local path of a consumer function has opened ordering.positions,
+ * and the catalog changed since its routing decision (header): refuse if
+ * its consumer is distributed now.
+ */
+void
+consumer_route_recheck(text *consumer)
+{
+	if (dist_current.consumer == NULL && OidIsValid(dist_positions(consumer)))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("consumer \"%s\" was distributed by a concurrent transaction",
+						text_to_cstring(consumer)),
+				 errhint("Retry the transaction.")));
+	consumer_dist_epoch_routed = consumer_dist_epoch;
+}
+
+/*
+ * Find the shard of a resource in a distributed consumer's positions
+ * table, lock the shard group's metadata in ShareLock and look again until
+ * the shard found before and after the lock is the same (a split may have
+ * replaced it meanwhile).  See citus_meta.c.
+ */
+static void
+dist_lock_resource(Oid positions, text *resource, CitusTable *table,
+				   CitusShard *shard)
+{
+	if (!citus_table(positions, table))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation \"%s\" is not distributed by Citus",
+						get_rel_name(positions)),
+				 errhint("Distribute the consumer again with ordering.distribute_consumer().")));
+	for (int tries = 0;; tries++)
+	{
+		CitusShard	again;
+
+		citus_shard_for(table, PointerGetDatum(resource), shard);
+		citus_lock_shard(table, shard, ShareLock);
+		/* the lock let in what committed meanwhile: look again */
+		if (!citus_table(positions, table))
+			elog(ERROR, "relation \"%s\" is no longer distributed",
+				 get_rel_name(positions));
+		citus_shard_for(table, PointerGetDatum(resource), &again);
+		if (again.shardid == shard->shardid && again.index == shard->index)
+		{
+			/* and Citus's own view of it is ours (citus_meta.c) */
+			citus_shard_settle(shard->shardid);
+			return;
+		}
+		if (tries == SHARD_TRIES)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("the shards of relation \"%s\" keep changing",
+							get_rel_name(positions)),
+					 errhint("Retry the transaction.")));
+	}
+}
+
+/*
+ * A SQL literal of a value, or NULL.
+ */
+static const char *
+dist_literal(const char *value)
+{
+	return value == NULL ? "NULL" : quote_literal_cstr(value);
+}
+
+/*
+ * The argument i of a consumer function as text for the call, or NULL.
+ */
+static const char *
+dist_arg(FunctionCallInfo fcinfo, int i, Oid type)
+{
+	if (i >= PG_NARGS() || PG_ARGISNULL(i))
+		return NULL;
+	switch (type)
+	{
+		case TEXTOID:
+			return text_to_cstring(PG_GETARG_TEXT_PP(i));
+		case INT8OID:
+			return psprintf(INT64_FORMAT, PG_GETARG_INT64(i));
+		case JSONBOID:
+			return DatumGetCString(DirectFunctionCall1(jsonb_out,
+													   PG_GETARG_DATUM(i)));
+		case REGPROCEDUREOID:
+			/* by name: OIDs differ between nodes */
+			return format_procedure_qualified(PG_GETARG_OID(i));
+	}
+	elog(ERROR, "unexpected argument type %u", type);
+	return NULL;
+}
+
+/*
+ * The arguments of the call function for op, from the consumer function's
+ * own: seq, payload, handler and the last text argument (on_error or
+ * reason), as SQL literals.
+ */
+static char *
+dist_call_sql(FunctionCallInfo fcinfo, char op, const char *tag)
+{
+	const char *seq = NULL;
+	const char *payload = NULL;
+	const char *handler = NULL;
+	const char *option = NULL;
+
+	switch (op)
+	{
+		case DIST_DELIVER:
+			seq = dist_arg(fcinfo, 2, INT8OID);
+			payload = dist_arg(fcinfo, 3, JSONBOID);
+			break;
+		case DIST_DELIVER_HANDLER:
+			seq = dist_arg(fcinfo, 2, INT8OID);
+			payload = dist_arg(fcinfo, 3, JSONBOID);
+			handler = dist_arg(fcinfo, 4, REGPROCEDUREOID);
+			/* NULL: the five-argument form (a NULL on_error is refused) */
+			option = PG_NARGS() > 5 ? dist_arg(fcinfo, 5, TEXTOID) : NULL;
+			break;
+		case DIST_APPLY:
+			seq = dist_arg(fcinfo, 2, INT8OID);
+			break;
+		case DIST_DEAD_LETTER:
+			seq = dist_arg(fcinfo, 2, INT8OID);
+			payload = dist_arg(fcinfo, 3, JSONBOID);
+			option = dist_arg(fcinfo, 4, TEXTOID);
+			break;
+		case DIST_RETRY_HANDLER:
+			handler = dist_arg(fcinfo, 2, REGPROCEDUREOID);
+			break;
+	}
+	return psprintf("SELECT seq, payload FROM ordering_internal.%s_call("
+					"%s::pg_catalog.\"char\", %s::pg_catalog.text, "
+					"%s::pg_catalog.text, %s::pg_catalog.int8, "
+					"%s::pg_catalog.jsonb, %s::pg_catalog.regprocedure, "
+					"%s::pg_catalog.text)",
+					tag, quote_literal_cstr(psprintf("%c", op)),
+					dist_literal(dist_arg(fcinfo, 1, TEXTOID)),
+					dist_literal(dist_arg(fcinfo, 0, TEXTOID)),
+					dist_literal(seq), dist_literal(payload),
+					dist_literal(handler), dist_literal(option));
+}
+
+/*
+ * Is op one whose consumer function returns rows (seq, payload)?
+ */
+static bool
+dist_op_returns_rows(char op)
+{
+	return op == DIST_DELIVER || op == DIST_SKIP_GAP || op == DIST_RETRY ||
+		op == DIST_DISCARD;
+}
+
+/*
+ * The call is about to write, below Citus's executor, a shard placed on
+ * this node (Citus runs a delegated call here, in this backend, when the
+ * shard is here: file header).  Tell Citus, as its local executor does for
+ * its own writes: a modification of that shard group through Citus,
+ * executed locally and matching no row, makes the transaction commit with
+ * two-phase commit if it also writes on other nodes (else a crash between
+ * the other nodes' commit and ours could keep only theirs), and binds the
+ * transaction's later queries of this node's shards to local execution,
+ * which sees our writes.  That needs Citus's local execution.  The caller
+ * is connected to SPI.
+ */
+static void
+dist_local_write(const char *tag, text *consumer, text *resource)
+{
+	const char *local = GetConfigOption("citus.enable_local_execution", true,
+										false);
+	char	   *sql;
+
+	if (local == NULL || strcmp(local, "on") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("resource \"%s\" of distributed consumer \"%s\" is on this node, and citus.enable_local_execution is off",
+						text_to_cstring(resource), text_to_cstring(consumer)),
+				 errhint("Turn citus.enable_local_execution on, or call from another node.")));
+	sql = psprintf("DELETE FROM ordering_internal.%s_gap_requests g"
+				   " WHERE g.consumer OPERATOR(pg_catalog.=) %s"
+				   "   AND g.resource_id OPERATOR(pg_catalog.=) %s"
+				   "   AND g.attempts OPERATOR(pg_catalog.<) 0",
+				   tag, quote_literal_cstr(text_to_cstring(consumer)),
+				   quote_literal_cstr(text_to_cstring(resource)));
+	if (SPI_execute(sql, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "marking the local write of consumer \"%s\" failed",
+			 text_to_cstring(consumer));
+}
+
+/*
+ * Refuse a call that Citus would not delegate: one made inside a query
+ * that Citus runs on a worker (a router query that carries the consumer
+ * function to the node of its table's shard), for a resource whose shard
+ * is on another node.  Citus runs no distributed query from there.
+ */
+static void
+dist_check_reachable(text *consumer, int64 shardid)
+{
+	if (citus_internal_backend() && !citus_shard_here(shardid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a call of distributed consumer \"%s\" cannot be made from a query that Citus runs on another node",
+						text_to_cstring(consumer)),
+				 errhint("Call the consumer functions in a statement that reads no distributed table.")));
+}
+
+/*
+ * Run a consumer function's call on the node of its resource (file
+ * header); rows go to its tuplestore, a scalar result to *result.
+ */
+bool
+consumer_route(FunctionCallInfo fcinfo, char op, Datum *result)
+{
+	text	   *consumer = PG_GETARG_TEXT_PP(0);
+	text	   *resource = PG_GETARG_TEXT_PP(1);
+	Oid			positions;
+	CitusTable	table;
+	CitusShard	shard;
+	char		tag[TAG_LEN + 1];
+	char	   *sql;
+	int			save_nestlevel;
+	int			ret;
+
+	if (dist_current.consumer != NULL)
+	{
+		/* we are the call on the resource's node, or a handler of it */
+		if (ordering_text_equal(consumer, dist_current.consumer) &&
+			ordering_text_equal(resource, dist_current.resource))
+			return false;
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a handler of distributed consumer \"%s\" cannot call the consumer functions for another consumer or resource",
+						text_to_cstring(dist_current.consumer)),
+				 errdetail("The call for resource \"%s\" runs on the node of that resource, on its shards only.",
+						   text_to_cstring(dist_current.resource)),
+				 errhint("Deliver events of other resources in their own calls.")));
+	}
+	positions = dist_positions(consumer);
+	if (!OidIsValid(positions))
+		return false;
+
+	dist_lock_resource(positions, resource, &table, &shard);
+	dist_check_reachable(consumer, shard.shardid);
+	consumer_tag(consumer, tag);
+	sql = dist_call_sql(fcinfo, op, tag);
+	if (dist_op_returns_rows(op))
+		consumer_materialize(fcinfo);
+
+	/*
+	 * A function call opens a transaction block on the workers only with
+	 * citus.function_opens_transaction_block on (the default): make sure of
+	 * it for our query, so that the call's work is the caller's.
+	 */
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("citus.function_opens_transaction_block", "on",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (op != DIST_POSITION && citus_shard_here(shard.shardid))
+		dist_local_write(tag, consumer, resource);
+	ret = SPI_execute(sql, false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "routing a call of consumer \"%s\" failed: %s",
+			 text_to_cstring(consumer), SPI_result_code_string(ret));
+	*result = (Datum) 0;
+	if (dist_op_returns_rows(op))
+	{
+		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			Datum		values[2];
+			bool		nulls[2];
+
+			values[0] = SPI_getbinval(SPI_tuptable->vals[i],
+									  SPI_tuptable->tupdesc, 1, &nulls[0]);
+			values[1] = SPI_getbinval(SPI_tuptable->vals[i],
+									  SPI_tuptable->tupdesc, 2, &nulls[1]);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
+								 nulls);
+		}
+	}
+	else if (op != DIST_DEAD_LETTER)
+	{
+		bool		isnull;
+		int64		value;
+
+		if (SPI_processed != 1)
+			elog(ERROR, "the call of consumer \"%s\" returned " UINT64_FORMAT " rows",
+				 text_to_cstring(consumer), SPI_processed);
+		value = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											SPI_tuptable->tupdesc, 1, &isnull));
+		*result = op == DIST_APPLY ? BoolGetDatum(value != 0) :
+			op == DIST_POSITION ? Int64GetDatum(value) :
+			Int32GetDatum((int32) value);
+	}
+	SPI_finish();
+	AtEOXact_GUC(true, save_nestlevel);
+	return true;
+}
+
+/*
+ * The consumer function a call function's op stands for, for the
+ * privilege check: its name and argument types.
+ */
+static Oid
+dist_op_function(char op, bool option)
+{
+	static const Oid deliver[] = {TEXTOID, TEXTOID, INT8OID, JSONBOID,
+	REGPROCEDUREOID, TEXTOID};
+	static const Oid key[] = {TEXTOID, TEXTOID, INT8OID};
+	static const Oid dead[] = {TEXTOID, TEXTOID, INT8OID, JSONBOID, TEXTOID};
+	static const Oid retry[] = {TEXTOID, TEXTOID, REGPROCEDUREOID};
+	const char *name;
+	const Oid  *types;
+	int			nargs;
+	List	   *qualified;
+
+	switch (op)
+	{
+		case DIST_DELIVER:
+			name = "deliver", types = deliver, nargs = 4;
+			break;
+		case DIST_DELIVER_HANDLER:
+			name = "deliver", types = deliver, nargs = option ? 6 : 5;
+			break;
+		case DIST_APPLY:
+			name = "apply_if_newer", types = key, nargs = 3;
+			break;
+		case DIST_POSITION:
+			name = "position", types = key, nargs = 2;
+			break;
+		case DIST_SKIP_GAP:
+			name = "skip_gap", types = key, nargs = 2;
+			break;
+		case DIST_DEAD_LETTER:
+			name = "dead_letter", types = dead, nargs = 5;
+			break;
+		case DIST_RETRY:
+			name = "retry_dead_letter", types = retry, nargs = 2;
+			break;
+		case DIST_RETRY_HANDLER:
+			name = "retry_dead_letter", types = retry, nargs = 3;
+			break;
+		case DIST_DISCARD:
+			name = "discard_dead_letter", types = key, nargs = 2;
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown operation \"%c\"", op)));
+	}
+	qualified = list_make1(makeString("ordering"));
+	qualified = lappend(qualified, makeString(pstrdup(name)));
+	return LookupFuncName(qualified, nargs, types, false);
+}
+
+/*
+ * Check that the caller of a call function may execute the consumer
+ * function it stands for (for deliver() with a handler, the form with
+ * on_error when an option is given): the call function is executable by
+ * every role, and does nothing a role could not do through the consumer
+ * functions.
+ */
+static void
+dist_check_privilege(char op, bool option)
+{
+	Oid			fn = dist_op_function(op, option);
+	AclResult	aclresult = ordering_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
+
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_FUNCTION, format_procedure(fn));
+}
+
+/*
+ * The shards of a distributed consumer's tables that sit with the shard of
+ * a resource, on this node, with their metadata lock (file header);
+ * shard gets the resource's shard.
+ */
+static void
+dist_local_shards(const char *tag, text *consumer, text *resource,
+				  CitusTable *table, CitusShard *shard,
+				  Oid shards[lengthof(dist_tables)])
+{
+	Oid			positions = consumer_dist_relation(tag, "_positions");
+
+	if (!OidIsValid(positions))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("consumer \"%s\" is not distributed on this node",
+						text_to_cstring(consumer))));
+	dist_lock_resource(positions, resource, table, shard);
+	if (!citus_shard_here(shard->shardid))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("the shard of resource \"%s\" of consumer \"%s\" is not on this node",
+						text_to_cstring(resource), text_to_cstring(consumer)),
+				 errdetail("Shard " INT64_FORMAT " moved while the call was routed.",
+						   shard->shardid),
+				 errhint("Retry the transaction.")));
+	for (int i = 0; i < lengthof(dist_tables); i++)
+	{
+		Oid			rel = consumer_dist_relation(tag, dist_tables[i].suffix);
+		CitusShard	sibling;
+
+		if (!OidIsValid(rel) || !citus_colocated_shard(rel, shard->minvalue, &sibling))
+			elog(ERROR, "no shard of %s%s co-located with shard " INT64_FORMAT,
+				 tag, dist_tables[i].suffix, shard->shardid);
+		shards[i] = citus_shard_relid(rel, sibling.shardid);
+		if (!OidIsValid(shards[i]))
+			elog(ERROR, "shard " INT64_FORMAT " of %s%s is not on this node",
+				 sibling.shardid, tag, dist_tables[i].suffix);
+	}
+}
+
+/*
+ * Check that a call or batch function runs as the one of this consumer:
+ * its own name is <tag of the consumer><suffix>.  Fills tag.
+ */
+static void
+dist_check_function(FunctionCallInfo fcinfo, text *consumer,
+					const char *suffix, char *tag)
+{
+	char	   *own_name = get_func_name(fcinfo->flinfo->fn_oid);
+
+	consumer_tag(consumer, tag);
+	if (own_name == NULL || strncmp(own_name, tag, TAG_LEN) != 0 ||
+		strcmp(own_name + TAG_LEN, suffix) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("function %s is not the %s function of consumer \"%s\"",
+						own_name ? own_name : "?", suffix + 1,
+						text_to_cstring(consumer))));
+}
+
+/*
+ * ordering_internal.<tag>_call(op "char", resource_id text, consumer text,
+ *								seq bigint, payload jsonb,
+ *								handler regprocedure, option text)
+ * returns table (seq bigint, payload jsonb)
+ *
+ * Runs one consumer function's call on this node's shards of the
+ * resource (file header).  Rows for the functions that return rows; one
+ * row whose seq is the result for the others.
+ */
+Datum
+ordering_consumer_call(PG_FUNCTION_ARGS)
+{
+	LOCAL_FCINFO(inner, 6);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char		op;
+	text	   *consumer;
+	text	   *resource;
+	char		tag[TAG_LEN + 1];
+	CitusTable	table;
+	CitusShard	shard;
+	Oid			saved[lengthof(dist_tables)];
+	Oid			shards[lengthof(dist_tables)];
+	text	   *saved_consumer = dist_current.consumer;
+	text	   *saved_resource = dist_current.resource;
+	int			nargs = 2;
+	volatile Datum result = (Datum) 0;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("op, resource_id and consumer must not be null")));
+	op = PG_GETARG_CHAR(0);
+	resource = PG_GETARG_TEXT_PP(1);
+	consumer = PG_GETARG_TEXT_PP(2);
+
+	/* the function of this consumer, and a consumer function it may run */
+	dist_check_function(fcinfo, consumer, "_call", tag);
+	dist_check_privilege(op, !PG_ARGISNULL(6));
+
+	/* the resource's shards, here, and their metadata lock */
+	dist_local_shards(tag, consumer, resource, &table, &shard, shards);
+
+	/* the consumer function's own arguments */
+	InitFunctionCallInfoData(*inner, fcinfo->flinfo, 0, InvalidOid, NULL,
+							 dist_op_returns_rows(op) ? (Node *) rsinfo : NULL);
+	inner->args[0] = fcinfo->args[2];
+	inner->args[1] = fcinfo->args[1];
+	switch (op)
+	{
+		case DIST_DELIVER:
+			inner->args[2] = fcinfo->args[3];
+			inner->args[3] = fcinfo->args[4];
+			nargs = 4;
+			break;
+		case DIST_DELIVER_HANDLER:
+		case DIST_DEAD_LETTER:
+			inner->args[2] = fcinfo->args[3];
+			inner->args[3] = fcinfo->args[4];
+			inner->args[4] = op == DIST_DEAD_LETTER ? fcinfo->args[6] :
+				fcinfo->args[5];
+			inner->args[5] = fcinfo->args[6];
+			nargs = op == DIST_DEAD_LETTER || PG_ARGISNULL(6) ? 5 : 6;
+			break;
+		case DIST_APPLY:
+			inner->args[2] = fcinfo->args[3];
+			nargs = 3;
+			break;
+		case DIST_RETRY_HANDLER:
+			inner->args[2] = fcinfo->args[5];
+			nargs = 3;
+			break;
+	}
+	inner->nargs = nargs;
+	if (!dist_op_returns_rows(op))
+		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+
+	for (int i = 0; i < lengthof(dist_tables); i++)
+		saved[i] = owned_redirect(dist_tables[i].id, shards[i]);
+	dist_current.consumer = consumer;
+	dist_current.resource = resource;
+	PG_TRY();
+	{
+		switch (op)
+		{
+			case DIST_DELIVER:
+				(void) ordering_deliver(inner);
+				break;
+			case DIST_DELIVER_HANDLER:
+				result = Int64GetDatum(DatumGetInt32(ordering_deliver_handler(inner)));
+				break;
+			case DIST_APPLY:
+				result = Int64GetDatum(DatumGetBool(ordering_apply_if_newer(inner)) ? 1 : 0);
+				break;
+			case DIST_POSITION:
+				result = ordering_position(inner);
+				break;
+			case DIST_SKIP_GAP:
+				(void) ordering_skip_gap(inner);
+				break;
+			case DIST_DEAD_LETTER:
+				(void) ordering_dead_letter(inner);
+				break;
+			case DIST_RETRY:
+				(void) ordering_retry_dead_letter(inner);
+				break;
+			case DIST_RETRY_HANDLER:
+				result = Int64GetDatum(DatumGetInt32(ordering_retry_dead_letter_handler(inner)));
+				break;
+			case DIST_DISCARD:
+				(void) ordering_discard_dead_letter(inner);
+				break;
+		}
+	}
+	PG_FINALLY();
+	{
+		for (int i = 0; i < lengthof(dist_tables); i++)
+			(void) owned_redirect(dist_tables[i].id, saved[i]);
+		dist_current.consumer = saved_consumer;
+		dist_current.resource = saved_resource;
+	}
+	PG_END_TRY();
+
+	if (!dist_op_returns_rows(op))
+	{
+		Datum		values[2] = {result, (Datum) 0};
+		bool		nulls[2] = {false, true};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* One event of a distributed consumer's batch, on the caller's node */
+typedef struct DistEvent
+{
+	int32		ord;			/* in the batch, 1-based */
+	text	   *resource;
+	int64		seq;
+	Datum		payload;
+	bool		isnull;
+	int64		shardid;		/* of its resource */
+	int			shard;			/* the shard's index */
+} DistEvent;
+
+/* A row a part of a batch returned: (ord, seq, payload) */
+typedef struct DistRow
+{
+	int32		ord;
+	int			arrival;		/* keeps the rows of one ord in order */
+	int64		seq;
+	Datum		payload;
+	bool		isnull;
+} DistRow;
+
+static char dist_cmp_op;		/* the op of the events being sorted */
+
+/*
+ * qsort comparator of a batch's events into parts: by shard, then (for the
+ * handler form, which runs one resource per part) by resource, then in
+ * input order.  That is also the order in which the parts take their
+ * locks, the same for every batch (batch.c's rule, across nodes).
+ */
+static int
+dist_event_cmp(const void *a, const void *b)
+{
+	const DistEvent *ea = (const DistEvent *) a;
+	const DistEvent *eb = (const DistEvent *) b;
+
+	if (ea->shard != eb->shard)
+		return ea->shard < eb->shard ? -1 : 1;
+	if (dist_cmp_op == DIST_DELIVER_BATCH_HANDLER)
+	{
+		int			la = VARSIZE_ANY_EXHDR(ea->resource);
+		int			lb = VARSIZE_ANY_EXHDR(eb->resource);
+		int			c = memcmp(VARDATA_ANY(ea->resource), VARDATA_ANY(eb->resource),
+							   Min(la, lb));
+
+		if (c != 0)
+			return c;
+		if (la != lb)
+			return la < lb ? -1 : 1;
+	}
+	return ea->ord < eb->ord ? -1 : (ea->ord > eb->ord ? 1 : 0);
+}
+
+/*
+ * qsort comparator of the rows returned: by ord, then as they came.
+ */
+static int
+dist_row_cmp(const void *a, const void *b)
+{
+	const DistRow *ra = (const DistRow *) a;
+	const DistRow *rb = (const DistRow *) b;
+
+	if (ra->ord != rb->ord)
+		return ra->ord < rb->ord ? -1 : 1;
+	return ra->arrival < rb->arrival ? -1 : (ra->arrival > rb->arrival ? 1 : 0);
+}
+
+/*
+ * The elements of a batch function's array argument (checked by batch.c).
+ */
+static int
+dist_array(FunctionCallInfo fcinfo, int argno, Oid type, Datum **values,
+		   bool **nulls)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			n;
+
+	get_typlenbyvalalign(type, &typlen, &typbyval, &typalign);
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(argno), type, typlen, typbyval,
+					  typalign, values, nulls, &n);
+	return n;
+}
+
+/*
+ * An array of a part's events as a SQL literal: field is 0 for the ords,
+ * 1 the resources, 2 the seqs, 3 the payloads.
+ */
+static char *
+dist_part_array(DistEvent *events, int n, int field)
+{
+	static const Oid types[] = {INT4OID, TEXTOID, INT8OID, JSONBOID};
+	Datum	   *values = palloc(sizeof(Datum) * n);
+	bool	   *nulls = palloc0(sizeof(bool) * n);
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	ArrayType  *array;
+
+	for (int i = 0; i < n; i++)
+	{
+		switch (field)
+		{
+			case 0:
+				values[i] = Int32GetDatum(events[i].ord);
+				break;
+			case 1:
+				values[i] = PointerGetDatum(events[i].resource);
+				break;
+			case 2:
+				values[i] = Int64GetDatum(events[i].seq);
+				break;
+			default:
+				values[i] = events[i].payload;
+				nulls[i] = events[i].isnull;
+		}
+	}
+	get_typlenbyvalalign(types[field], &typlen, &typbyval, &typalign);
+	array = construct_md_array(values, nulls, 1, dims, lbs, types[field],
+							   typlen, typbyval, typalign);
+	return quote_literal_cstr(OidOutputFunctionCall(F_ARRAY_OUT,
+													PointerGetDatum(array)));
+}
+
+/*
+ * Read a batch's events and find the shard of each, holding the metadata
+ * lock of every shard group they touch (taken in the groups' order; see
+ * dist_lock_resource for why the shards are looked up again).
+ */
+static int
+dist_batch_events(FunctionCallInfo fcinfo, char op, Oid positions,
+				  DistEvent **result)
+{
+	Datum	   *ids;
+	Datum	   *seqs;
+	Datum	   *payloads = NULL;
+	bool	   *idnulls;
+	bool	   *seqnulls;
+	bool	   *payloadnulls = NULL;
+	int			n;
+	DistEvent  *events;
+	CitusTable	table;
+
+	n = dist_array(fcinfo, 1, TEXTOID, &ids, &idnulls);
+	(void) dist_array(fcinfo, 2, INT8OID, &seqs, &seqnulls);
+	if (op != DIST_APPLY_BATCH)
+		(void) dist_array(fcinfo, 3, JSONBOID, &payloads, &payloadnulls);
+	events = palloc(sizeof(DistEvent) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		events[i].ord = i + 1;
+		events[i].resource = DatumGetTextPP(ids[i]);
+		events[i].seq = DatumGetInt64(seqs[i]);
+		events[i].isnull = payloads == NULL || payloadnulls[i];
+		events[i].payload = events[i].isnull ? (Datum) 0 : payloads[i];
+	}
+	if (!citus_table(positions, &table))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation \"%s\" is not distributed by Citus",
+						get_rel_name(positions))));
+	for (int tries = 0;; tries++)
+	{
+		int			nshards;
+		CitusShard *shards = citus_shards(positions, &nshards);
+		bool		same = true;
+
+		for (int i = 0; i < n; i++)
+		{
+			int32		hash = citus_hash(&table, PointerGetDatum(events[i].resource));
+			const CitusShard *shard = citus_shard_holding(shards, nshards, hash);
+
+			if (shard == NULL)
+				elog(ERROR, "no shard of relation \"%s\" holds resource \"%s\"",
+					 get_rel_name(positions), text_to_cstring(events[i].resource));
+			same = same && tries > 0 && events[i].shardid == shard->shardid &&
+				events[i].shard == shard->index;
+			events[i].shardid = shard->shardid;
+			events[i].shard = shard->index;
+		}
+		if (same)
+		{
+			/* and Citus's own view of them is ours (citus_meta.c) */
+			for (int i = 0; i < n; i++)
+				if (i == 0 || events[i].shardid != events[i - 1].shardid)
+					citus_shard_settle(events[i].shardid);
+			break;
+		}
+		if (tries == SHARD_TRIES)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("the shards of relation \"%s\" keep changing",
+							get_rel_name(positions)),
+					 errhint("Retry the transaction.")));
+		dist_cmp_op = op;
+		qsort(events, n, sizeof(DistEvent), dist_event_cmp);
+		for (int i = 0; i < n; i++)
+			if (i == 0 || events[i].shard != events[i - 1].shard)
+				citus_lock_shard(&table, &shards[events[i].shard], ShareLock);
+		pfree(shards);
+	}
+	*result = events;
+	return n;
+}
+
+/*
+ * Run a batch function's call for a distributed consumer (file header):
+ * its events in parts, one per shard (per resource for the handler form,
+ * whose handler may touch only its call's resource), each on the node of
+ * its shard; then the rows in input order, or the total.
+ */
+bool
+consumer_batch_route(FunctionCallInfo fcinfo, char op, Datum *result)
+{
+	text	   *consumer = PG_GETARG_TEXT_PP(0);
+	Oid			positions;
+	DistEvent  *events;
+	int			n;
+	char		tag[TAG_LEN + 1];
+	const char *handler = NULL;
+	const char *option = NULL;
+	MemoryContext call_cxt = CurrentMemoryContext;
+	DistRow    *rows = NULL;
+	int			nrows = 0;
+	int			size = 0;
+	int64		total = 0;
+	int			save_nestlevel;
+
+	if (dist_current.consumer != NULL)
+	{
+		if (ordering_text_equal(consumer, dist_current.consumer))
+			return false;		/* a part, on its node */
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a handler of distributed consumer \"%s\" cannot call the consumer functions for another consumer or resource",
+						text_to_cstring(dist_current.consumer))));
+	}
+	positions = dist_positions(consumer);
+	if (!OidIsValid(positions))
+		return false;
+
+	n = dist_batch_events(fcinfo, op, positions, &events);
+	consumer_tag(consumer, tag);
+	if (op == DIST_DELIVER_BATCH_HANDLER)
+	{
+		handler = dist_arg(fcinfo, 4, REGPROCEDUREOID);
+		option = dist_arg(fcinfo, 5, TEXTOID);
+	}
+
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("citus.function_opens_transaction_block", "on",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	for (int first = 0; first < n;)
+	{
+		int			last = first;
+		char	   *sql;
+		int			ret;
+
+		while (last + 1 < n && events[last + 1].shard == events[first].shard &&
+			   (op != DIST_DELIVER_BATCH_HANDLER ||
+				ordering_text_equal(events[last + 1].resource, events[first].resource)))
+			last++;
+		if (first == 0 || events[first].shard != events[first - 1].shard)
+		{
+			dist_check_reachable(consumer, events[first].shardid);
+			if (citus_shard_here(events[first].shardid))
+				dist_local_write(tag, consumer, events[first].resource);
+		}
+		sql = psprintf("SELECT ord, seq, payload FROM ordering_internal.%s_batch("
+					   "%s::pg_catalog.\"char\", %s::pg_catalog.text, "
+					   "%s::pg_catalog.text, %s::pg_catalog.int4[], "
+					   "%s::pg_catalog.text[], %s::pg_catalog.int8[], "
+					   "%s::pg_catalog.jsonb[], %s::pg_catalog.regprocedure, "
+					   "%s::pg_catalog.text)",
+					   tag, quote_literal_cstr(psprintf("%c", op)),
+					   quote_literal_cstr(text_to_cstring(events[first].resource)),
+					   quote_literal_cstr(text_to_cstring(consumer)),
+					   dist_part_array(&events[first], last - first + 1, 0),
+					   dist_part_array(&events[first], last - first + 1, 1),
+					   dist_part_array(&events[first], last - first + 1, 2),
+					   op == DIST_APPLY_BATCH ? "NULL" :
+					   dist_part_array(&events[first], last - first + 1, 3),
+					   dist_literal(handler), dist_literal(option));
+		ret = SPI_execute(sql, false, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "routing a batch of consumer \"%s\" failed: %s",
+				 text_to_cstring(consumer), SPI_result_code_string(ret));
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tuple = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			MemoryContext old = MemoryContextSwitchTo(call_cxt);
+			bool		isnull;
+			DistRow    *row;
+
+			if (nrows == size)
+			{
+				size = Max(size * 2, 64);
+				rows = rows == NULL ? palloc(sizeof(DistRow) * size) :
+					repalloc(rows, sizeof(DistRow) * size);
+			}
+			row = &rows[nrows];
+			row->ord = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
+			row->seq = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+			row->payload = SPI_getbinval(tuple, desc, 3, &row->isnull);
+			if (!row->isnull)
+				row->payload = PointerGetDatum(PG_DETOAST_DATUM_COPY(row->payload));
+			row->arrival = nrows++;
+			total += row->seq;
+			MemoryContextSwitchTo(old);
+		}
+		first = last + 1;
+	}
+	SPI_finish();
+	AtEOXact_GUC(true, save_nestlevel);
+
+	*result = (Datum) 0;
+	if (op == DIST_DELIVER_BATCH_HANDLER)
+	{
+		if (total > PG_INT32_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("the handler ran for more events than an integer counts"),
+					 errhint("Deliver fewer events per call.")));
+		*result = Int32GetDatum((int32) total);
+		return true;
+	}
+	consumer_materialize(fcinfo);
+	if (nrows > 1)
+		qsort(rows, nrows, sizeof(DistRow), dist_row_cmp);
+	for (int i = 0; i < nrows; i++)
+	{
+		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+		Datum		values[3] = {Int32GetDatum(rows[i].ord), Int64GetDatum(rows[i].seq),
+		rows[i].payload};
+		bool		nulls[3] = {false, false, rows[i].isnull};
+
+		if (op == DIST_APPLY_BATCH)
+			values[1] = BoolGetDatum(rows[i].seq != 0);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return true;
+}
+
+/*
+ * ordering_internal.<tag>_batch(op "char", resource_id text, consumer text,
+ *								 ords integer[], resource_ids text[],
+ *								 seqs bigint[], payloads jsonb[],
+ *								 handler regprocedure, option text)
+ * returns table (ord integer, seq bigint, payload jsonb)
+ *
+ * Runs a part of a batch on this node's shards of resource_id (every event
+ * must be of that shard; of that resource for the handler form), through
+ * the batch function it stands for, the events named by their ords in the
+ * whole batch: deliver_batch()'s rows; apply_batch()'s (ord, 1 or 0 for
+ * applied); for the handler form one row whose seq is the count.
+ */
+Datum
+ordering_consumer_batch(PG_FUNCTION_ARGS)
+{
+	LOCAL_FCINFO(inner, 6);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char		op;
+	text	   *consumer;
+	text	   *resource;
+	char		tag[TAG_LEN + 1];
+	CitusTable	table;
+	CitusShard	shard;
+	Oid			shards[lengthof(dist_tables)];
+	Oid			saved[lengthof(dist_tables)];
+	text	   *saved_consumer = dist_current.consumer;
+	text	   *saved_resource = dist_current.resource;
+	const int32 *saved_ords = batch_ords;
+	Datum	   *ords;
+	bool	   *ordnulls;
+	Datum	   *ids;
+	bool	   *idnulls;
+	int			n;
+	int32	   *ordvals;
+	ReturnSetInfo part = {0};
+	volatile Datum ran = (Datum) 0;
+
+	for (int i = 0; i < 5; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("op, resource_id, consumer, ords and resource_ids must not be null")));
+	op = PG_GETARG_CHAR(0);
+	resource = PG_GETARG_TEXT_PP(1);
+	consumer = PG_GETARG_TEXT_PP(2);
+	dist_check_function(fcinfo, consumer, "_batch", tag);
+	{
+		static const Oid deliver[] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID,
+		JSONBARRAYOID, REGPROCEDUREOID, TEXTOID};
+		List	   *name = list_make1(makeString("ordering"));
+		Oid			fn;
+		AclResult	aclresult;
+
+		if (op != DIST_DELIVER_BATCH && op != DIST_DELIVER_BATCH_HANDLER &&
+			op != DIST_APPLY_BATCH)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown operation \"%c\"", op)));
+		name = lappend(name, makeString(op == DIST_APPLY_BATCH ? "apply_batch" :
+										"deliver_batch"));
+		fn = LookupFuncName(name, op == DIST_DELIVER_BATCH_HANDLER ? 6 :
+							op == DIST_DELIVER_BATCH ? 4 : 3, deliver, false);
+		aclresult = ordering_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, OBJECT_FUNCTION, format_procedure(fn));
+	}
+
+	/* the part's shard, here; every event of the part is of it */
+	dist_local_shards(tag, consumer, resource, &table, &shard, shards);
+	n = dist_array(fcinfo, 4, TEXTOID, &ids, &idnulls);
+	if (dist_array(fcinfo, 3, INT4OID, &ords, &ordnulls) != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ords and resource_ids must have the same length")));
+	ordvals = palloc(sizeof(int32) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		int32		hash;
+
+		if (ordnulls[i] || idnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("ords and resource_ids must not hold nulls")));
+		ordvals[i] = DatumGetInt32(ords[i]);
+		hash = citus_hash(&table, ids[i]);
+		if (hash < shard.minvalue || hash > shard.maxvalue ||
+			(op == DIST_DELIVER_BATCH_HANDLER &&
+			 !ordering_text_equal(DatumGetTextPP(ids[i]), resource)))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("event %d of the batch is not of the part's shard", ordvals[i]),
+					 errhint("Retry the transaction.")));
+	}
+
+	/* the batch function's own arguments */
+	InitFunctionCallInfoData(*inner, fcinfo->flinfo,
+							 op == DIST_DELIVER_BATCH_HANDLER ? 6 :
+							 op == DIST_DELIVER_BATCH ? 4 : 3,
+							 InvalidOid, NULL, NULL);
+	inner->args[0] = fcinfo->args[2];
+	inner->args[1] = fcinfo->args[4];
+	inner->args[2] = fcinfo->args[5];
+	inner->args[3] = fcinfo->args[6];
+	inner->args[4] = fcinfo->args[7];
+	inner->args[5] = fcinfo->args[8];
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (op == DIST_DELIVER_BATCH)
+		inner->resultinfo = (Node *) rsinfo;
+	else if (op == DIST_APPLY_BATCH)
+	{
+		/* apply_batch()'s rows (ord, applied), copied below */
+		part.type = T_ReturnSetInfo;
+		part.econtext = rsinfo->econtext;
+		part.allowedModes = SFRM_Materialize;
+		part.expectedDesc = CreateTemplateTupleDesc(2);
+		TupleDescInitEntry(part.expectedDesc, 1, "ord", INT4OID, -1, 0);
+		TupleDescInitEntry(part.expectedDesc, 2, "applied", BOOLOID, -1, 0);
+		inner->resultinfo = (Node *) &part;
+	}
+
+	for (int i = 0; i < lengthof(dist_tables); i++)
+		saved[i] = owned_redirect(dist_tables[i].id, shards[i]);
+	dist_current.consumer = consumer;
+	dist_current.resource = resource;
+	batch_ords = ordvals;
+	PG_TRY();
+	{
+		if (op == DIST_DELIVER_BATCH)
+			(void) ordering_deliver_batch(inner);
+		else if (op == DIST_APPLY_BATCH)
+			(void) ordering_apply_batch(inner);
+		else
+			ran = ordering_deliver_batch_handler(inner);
+	}
+	PG_FINALLY();
+	{
+		for (int i = 0; i < lengthof(dist_tables); i++)
+			(void) owned_redirect(dist_tables[i].id, saved[i]);
+		dist_current.consumer = saved_consumer;
+		dist_current.resource = saved_resource;
+		batch_ords = saved_ords;
+	}
+	PG_END_TRY();
+
+	if (op == DIST_APPLY_BATCH)
+	{
+		TupleTableSlot *slot = MakeSingleTupleTableSlot(part.setDesc,
+														&TTSOpsMinimalTuple);
+
+		while (tuplestore_gettupleslot(part.setResult, true, false, slot))
+		{
+			bool		isnull;
+			Datum		values[3];
+			bool		nulls[3] = {false, false, true};
+
+			values[0] = slot_getattr(slot, 1, &isnull);
+			values[1] = Int64GetDatum(DatumGetBool(slot_getattr(slot, 2, &isnull)) ? 1 : 0);
+			values[2] = (Datum) 0;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+		ExecDropSingleTupleTableSlot(slot);
+	}
+	else if (op == DIST_DELIVER_BATCH_HANDLER)
+	{
+		Datum		values[3] = {Int32GetDatum(0), Int64GetDatum(DatumGetInt32(ran)), (Datum) 0};
+		bool		nulls[3] = {false, false, true};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
