@@ -1788,7 +1788,7 @@ BEGIN
                pg_catalog.format('consumer %%s, resource %%s: dead letter seq %%s, but %%s',
                                  pg_catalog.quote_literal(d.consumer), pg_catalog.quote_literal(d.resource_id),
                                  d.seq,
-                                 CASE WHEN NOT pos.found THEN 'the resource has no position row'
+                                 CASE WHEN pos.found IS NULL THEN 'the resource has no position row'
                                       WHEN pos.blocked_at IS NULL THEN 'the resource is not blocked'
                                       ELSE pg_catalog.format('the resource is blocked at seq %%s', pos.blocked_at)
                                  END)
