@@ -2818,4 +2818,621 @@ $$;
 -- the 1.0 aliases retired (last: every section above uses the 1.1 names)
 -- ------------------------------------------------------------------------
 
+-- What stays in schema ordering is what users call: the functions of the
+-- contract (../shared/SPEC.md) with the grant sets, the batch forms,
+-- pre_restore()/post_restore(), the reconciliation functions and hashes
+-- docs/reference.md documents, resource_key(), wake_relays() and
+-- wait_for_standbys(); the trigger functions users' tables reference
+-- (sequence_trigger(), sequence_stored() with sequence_stored_trigger(),
+-- sequence_guard(), newer_only()), which a dump of those tables names and a
+-- restore must find where the dump says.  sql/surface.sql lists the set.
+--
+-- The rest moves to ordering_internal.  ALTER FUNCTION ... SET SCHEMA keeps
+-- each function's OID, so the views, the triggers of the extension's own
+-- objects and every role's EXECUTE privilege follow it; what calls one by
+-- name is re-created below with the name changed and nothing else.
+ALTER FUNCTION ordering.grant_privileges(regrole, text[]) SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.create_sequencing_triggers(regclass, name, name, text)
+    SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.reconcile_check_arguments(integer, text) SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.reconcile_check_stream(text, text[]) SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.reconcile_producer_resources(text, text, text[])
+    SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.count_reconciled(text, bigint, bigint, bigint)
+    SET SCHEMA ordering_internal;
+-- the sources of the views ordering.stats, ordering.stream_stats and
+-- ordering.open_gaps
+ALTER FUNCTION ordering.consumer_statistics() SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.stream_statistics() SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.stats_reset_time() SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.gap_deadline() SET SCHEMA ordering_internal;
+COMMENT ON FUNCTION ordering_internal.consumer_statistics() IS
+    'Internal to the view ordering.stats: committed-work counters of the consumers of the current database, from shared memory';
+-- the trigger of ordering.sequences and the event trigger that forgets
+-- dropped tables (still SECURITY DEFINER, with its search_path pinned)
+ALTER FUNCTION ordering.sequences_load() SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.forget_dropped_tables() SET SCHEMA ordering_internal;
+-- 1.1 left it executable by PUBLIC; a trigger fires without EXECUTE, and
+-- nobody calls it
+REVOKE EXECUTE ON FUNCTION ordering_internal.sequences_load() FROM PUBLIC;
+
+-- Callers by name, as the sections above (or 1.1) left them, with the
+-- names of ordering_internal.
+CREATE OR REPLACE FUNCTION ordering.attach(tbl regclass,
+                                           resource_column name DEFAULT 'resource_id',
+                                           sequence_column name DEFAULT 'seq',
+                                           stream text DEFAULT NULL)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    rel record;
+    seq_type regtype;
+    known_stream text;
+    generated name;
+BEGIN
+    IF tbl IS NULL OR resource_column IS NULL OR sequence_column IS NULL THEN
+        RAISE EXCEPTION 'table, resource column and sequence column must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT c.relname, n.nspname, c.relkind INTO rel
+      FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+     WHERE c.oid OPERATOR(pg_catalog.=) tbl;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'relation with OID % does not exist', tbl::pg_catalog.oid
+            USING ERRCODE = 'undefined_table';
+    END IF;
+    IF rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', tbl
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                    WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+                      AND a.attname OPERATOR(pg_catalog.=) resource_column
+                      AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', resource_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    SELECT a.atttypid INTO seq_type
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname OPERATOR(pg_catalog.=) sequence_column
+       AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', sequence_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF seq_type OPERATOR(pg_catalog.<>) 'pg_catalog.int8'::pg_catalog.regtype THEN
+        RAISE EXCEPTION 'sequence column "%" of relation "%" must be of type bigint, not %',
+            sequence_column, tbl, seq_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    IF resource_column OPERATOR(pg_catalog.=) sequence_column THEN
+        RAISE EXCEPTION 'resource column and sequence column must differ'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT a.attname INTO generated
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
+       AND a.attname IN (resource_column, sequence_column)
+       AND a.attgenerated OPERATOR(pg_catalog.<>) '';
+    IF FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" is a generated column', generated, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A generated column has no value yet when the sequencing trigger runs (BEFORE INSERT).',
+                  HINT = 'Sequence a plain column; compute the generated one from it.';
+    END IF;
+    -- 1.2: a type whose text depends on a setting would be keyed twice
+    PERFORM ordering_internal.check_resource_type(tbl, resource_column);
+    IF stream OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'stream name must not be empty'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                  AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
+        -- 1.2: triggers restored without their registry row (a schema-only
+        -- restore) have a step of their own
+        IF NOT EXISTS (SELECT FROM ordering.attachments a
+                        WHERE a.tbl OPERATOR(pg_catalog.=) attach.tbl AND a.attached)
+           AND EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                        WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
+                          AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence'
+                          AND t.tgparentid OPERATOR(pg_catalog.=) 0) THEN
+            RAISE EXCEPTION 'relation "%" has the sequencing triggers but is not registered in ordering.attachments', tbl
+                USING ERRCODE = 'duplicate_object',
+                      DETAIL = 'Its triggers were restored without its row of ordering.attachments (a schema-only or partial restore).',
+                      HINT = 'Call ordering.post_restore(): it registers the table with the stream its trigger names and continues its counters.';
+        END IF;
+        RAISE EXCEPTION 'relation "%" is already attached', tbl
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Call ordering.detach() first to change how it is sequenced.';
+    END IF;
+    -- A table that Citus distributes would be sequenced on each shard by
+    -- the shard's node: counters would restart after a shard move.
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        IF (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0
+              FROM pg_catalog.pg_dist_partition p
+             WHERE p.logicalrelid OPERATOR(pg_catalog.=) tbl) THEN
+            RAISE EXCEPTION 'relation "%" is distributed by Citus', tbl
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'Its rows would be sequenced by each shard''s node, with counters of their own.';
+        END IF;
+    END IF;
+    -- Re-attaching continues the stream the table had.
+    SELECT a.stream INTO known_stream FROM ordering.attachments a
+     WHERE a.tbl OPERATOR(pg_catalog.=) attach.tbl;
+    stream := COALESCE(stream, known_stream,
+                       rel.nspname OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) rel.relname);
+    -- the trigger refuses longer ones at every insert
+    IF pg_catalog.octet_length(stream) OPERATOR(pg_catalog.>) 1024 THEN
+        RAISE EXCEPTION 'stream name is too long (at most 1024 bytes)'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM ordering_internal.create_sequencing_triggers(tbl, resource_column, sequence_column, stream);
+    -- the registry row: only for a caller who may use the stream (42501)
+    PERFORM ordering_internal.attachment_register(tbl, stream, resource_column,
+                                                  sequence_column);
+    -- 1.2: rows the table holds already (attached before, its counters
+    -- dropped with the extension or never restored) keep their numbers:
+    -- each resource continues after its highest.  The new triggers lock out
+    -- inserts until this transaction ends, so no row is missed.
+    PERFORM ordering_internal.seed_counters(tbl);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.pre_restore() RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    -- load the library, which defines the setting
+    PERFORM ordering_internal.gap_deadline();
+    EXECUTE pg_catalog.format('ALTER DATABASE %I SET ordering.restoring = on',
+                              pg_catalog.current_database());
+    PERFORM pg_catalog.set_config('ordering.restoring', 'on', false);
+    RETURN true;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.post_restore() RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    att record;
+    problems text[] := '{}';
+BEGIN
+    PERFORM ordering_internal.gap_deadline();
+    DELETE FROM ordering.attachments a
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
+                        WHERE c.oid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid);
+    -- Every table with a sequencing trigger (partitions have their parent's
+    -- clone) is registered as attached with the trigger's stream and
+    -- columns: one whose registry row was not restored (a schema-only
+    -- restore) is registered from its trigger, a disagreement is refused.
+    FOR att IN
+        SELECT t.tgrelid::pg_catalog.regclass AS tbl, s.resource_column,
+               s.sequence_column, s.stream, a.tbl AS registered, a.attached,
+               a.stream AS registered_stream, a.resource_column AS registered_resource,
+               a.sequence_column AS registered_sequence
+          FROM pg_catalog.pg_trigger t
+         CROSS JOIN LATERAL ordering_internal.sequencing_trigger(t.tgrelid::pg_catalog.regclass) s
+          LEFT JOIN ordering.attachments a
+            ON a.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) t.tgrelid
+         WHERE t.tgfoid OPERATOR(pg_catalog.=) 'ordering.sequence_trigger()'::pg_catalog.regprocedure
+           AND t.tgparentid OPERATOR(pg_catalog.=) 0
+         ORDER BY t.tgrelid
+    LOOP
+        IF att.registered IS NULL THEN
+            INSERT INTO ordering.attachments (tbl, stream, resource_column, sequence_column)
+            VALUES (att.tbl, att.stream, att.resource_column, att.sequence_column);
+            RAISE NOTICE 'relation "%" registered as attached to stream "%", as its sequencing trigger says', att.tbl, att.stream;
+        ELSIF NOT att.attached THEN
+            problems := problems OPERATOR(pg_catalog.||) pg_catalog.format(
+                'relation "%s" has the sequencing trigger of stream "%s", but ordering.attachments says it is detached',
+                att.tbl, att.stream);
+        ELSIF att.registered_stream OPERATOR(pg_catalog.<>) att.stream
+           OR att.registered_resource OPERATOR(pg_catalog.<>) att.resource_column
+           OR att.registered_sequence OPERATOR(pg_catalog.<>) att.sequence_column THEN
+            problems := problems OPERATOR(pg_catalog.||) pg_catalog.format(
+                'relation "%s" has the sequencing trigger of stream "%s" on columns (%s, %s), but ordering.attachments says stream "%s" on columns (%s, %s)',
+                att.tbl, att.stream, att.resource_column, att.sequence_column,
+                att.registered_stream, att.registered_resource, att.registered_sequence);
+        END IF;
+    END LOOP;
+    FOR att IN
+        SELECT a.tbl FROM ordering.attachments a
+         WHERE a.attached
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                            WHERE t.tgrelid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid
+                              AND t.tgfoid OPERATOR(pg_catalog.=) 'ordering.sequence_trigger()'::pg_catalog.regprocedure)
+         ORDER BY a.tbl::pg_catalog.oid
+    LOOP
+        problems := problems OPERATOR(pg_catalog.||) pg_catalog.format(
+            'relation "%s" is attached in ordering.attachments, but has no sequencing trigger', att.tbl);
+    END LOOP;
+    IF pg_catalog.cardinality(problems) OPERATOR(pg_catalog.>) 0 THEN
+        RAISE EXCEPTION 'the sequencing triggers and ordering.attachments disagree on % table(s)',
+            pg_catalog.cardinality(problems)
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = pg_catalog.array_to_string(problems, E'\n'),
+                  HINT = 'Make them agree, then call ordering.post_restore() again (restore mode stays on until then): ordering.detach() drops a trigger, ordering.attach() creates the triggers of a table and continues its stream.';
+    END IF;
+    -- every counter at least the highest number restored in its table
+    FOR att IN SELECT * FROM ordering.attachments x WHERE x.attached LOOP
+        -- a table whose columns changed is named and left
+        CONTINUE WHEN NOT ordering_internal.attachment_restorable(att.tbl, att.stream,
+                                                                  att.resource_column,
+                                                                  att.sequence_column);
+        PERFORM ordering_internal.seed_counters(att.tbl);
+    END LOOP;
+    EXECUTE pg_catalog.format('ALTER DATABASE %I RESET ordering.restoring',
+                              pg_catalog.current_database());
+    PERFORM pg_catalog.set_config('ordering.restoring', 'off', false);
+    RETURN true;
+END
+$$;
+
+-- Reconciliation (1.1).
+CREATE OR REPLACE FUNCTION ordering.stream_summary(stream text DEFAULT 'ordering.outbox',
+                                        buckets integer DEFAULT 1024,
+                                        resource_prefix text DEFAULT NULL,
+                                        event_types text[] DEFAULT NULL)
+    RETURNS TABLE (bucket integer, resources bigint, seq_sum numeric, fingerprint bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering_internal.reconcile_check_stream(stream, event_types);
+    PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
+    RETURN QUERY
+    SELECT ordering.resource_bucket(p.resource_id, buckets) AS b,
+           pg_catalog.count(*),
+           pg_catalog.sum(p.last_seq),
+           pg_catalog.bit_xor(ordering.resource_fingerprint(p.resource_id, p.last_seq))
+      FROM ordering_internal.reconcile_producer_resources(stream, resource_prefix, event_types) p
+     GROUP BY b
+     ORDER BY b;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.consumer_summary(consumer text,
+                                          buckets integer DEFAULT 1024,
+                                          resource_prefix text DEFAULT NULL)
+    RETURNS TABLE (bucket integer, resources bigint, seq_sum numeric, fingerprint bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF consumer IS NULL THEN
+        RAISE EXCEPTION 'consumer must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
+    RETURN QUERY
+    SELECT ordering.resource_bucket(p.resource_id, buckets) AS b,
+           pg_catalog.count(*),
+           pg_catalog.sum(p.position),
+           pg_catalog.bit_xor(ordering.resource_fingerprint(p.resource_id, p.position))
+      FROM ordering.positions p
+     WHERE p.consumer OPERATOR(pg_catalog.=) consumer_summary.consumer
+       AND p.position OPERATOR(pg_catalog.>) 0
+       AND (resource_prefix IS NULL
+            OR pg_catalog.starts_with(p.resource_id, resource_prefix))
+     GROUP BY b
+     ORDER BY b;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.consumer_state(consumer text, buckets integer,
+                                        bucket_list integer[],
+                                        resource_prefix text DEFAULT NULL)
+    RETURNS TABLE (resource_id text, "position" bigint, parked_from bigint,
+                   parked_through bigint, blocked_at bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF consumer IS NULL OR bucket_list IS NULL THEN
+        RAISE EXCEPTION 'consumer and bucket_list must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
+    RETURN QUERY
+    WITH pos AS (
+        SELECT p.resource_id, p.position
+          FROM ordering.positions p
+         WHERE p.consumer OPERATOR(pg_catalog.=) consumer_state.consumer
+           AND p.position OPERATOR(pg_catalog.>) 0
+           AND (resource_prefix IS NULL
+                OR pg_catalog.starts_with(p.resource_id, resource_prefix))
+           AND ordering.resource_bucket(p.resource_id, buckets)
+               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
+    ), park AS (
+        SELECT k.resource_id, pg_catalog.min(k.seq) AS lo, pg_catalog.max(k.seq) AS hi
+          FROM ordering.parked k
+         WHERE k.consumer OPERATOR(pg_catalog.=) consumer_state.consumer
+           AND (resource_prefix IS NULL
+                OR pg_catalog.starts_with(k.resource_id, resource_prefix))
+           AND ordering.resource_bucket(k.resource_id, buckets)
+               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
+         GROUP BY k.resource_id
+    ), dead AS (
+        SELECT d.resource_id, d.seq
+          FROM ordering.dead_letter_events d
+         WHERE d.consumer OPERATOR(pg_catalog.=) consumer_state.consumer
+           AND (resource_prefix IS NULL
+                OR pg_catalog.starts_with(d.resource_id, resource_prefix))
+           AND ordering.resource_bucket(d.resource_id, buckets)
+               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
+    )
+    SELECT COALESCE(pos.resource_id, park.resource_id, dead.resource_id),
+           COALESCE(pos.position, 0), park.lo, park.hi, dead.seq
+      FROM pos
+      FULL JOIN park ON park.resource_id OPERATOR(pg_catalog.=) pos.resource_id
+      FULL JOIN dead
+        ON dead.resource_id OPERATOR(pg_catalog.=) COALESCE(pos.resource_id, park.resource_id)
+     ORDER BY 1;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.reconcile(consumer_state jsonb, buckets integer,
+                                   bucket_list integer[],
+                                   stream text DEFAULT 'ordering.outbox',
+                                   resource_prefix text DEFAULT NULL,
+                                   event_types text[] DEFAULT NULL,
+                                   grace interval DEFAULT '5min',
+                                   dry_run boolean DEFAULT false)
+    RETURNS TABLE (resource_id text, "position" bigint, last_seq bigint, status text,
+                   republished bigint, in_flight bigint, purged bigint)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    stray text;
+    outbox boolean;
+    n_behind bigint := 0;
+    n_republished bigint := 0;
+    n_purged bigint := 0;
+BEGIN
+    IF consumer_state IS NULL OR bucket_list IS NULL OR grace IS NULL OR dry_run IS NULL THEN
+        RAISE EXCEPTION 'consumer_state, bucket_list, grace and dry_run must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM ordering_internal.reconcile_check_stream(stream, event_types);
+    PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
+    IF pg_catalog.jsonb_typeof(consumer_state) OPERATOR(pg_catalog.<>) 'array' THEN
+        RAISE EXCEPTION 'consumer_state must be a JSON array of the rows of ordering.consumer_state()'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF grace OPERATOR(pg_catalog.<) '0'::pg_catalog.interval THEN
+        RAISE EXCEPTION 'grace must not be negative, got %', grace
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Both sides must have looked at the same resources.
+    SELECT c.resource_id INTO stray
+      FROM pg_catalog.jsonb_to_recordset(consumer_state) AS c(resource_id text)
+     WHERE c.resource_id IS NULL
+        OR NOT ordering.resource_bucket(c.resource_id, buckets) OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
+        OR NOT (resource_prefix IS NULL OR pg_catalog.starts_with(c.resource_id, resource_prefix))
+     LIMIT 1;
+    IF FOUND AND stray IS NULL THEN
+        RAISE EXCEPTION 'every row of consumer_state needs a resource_id'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF FOUND THEN
+        RAISE EXCEPTION 'consumer_state lists resource % outside the buckets or the prefix given',
+            pg_catalog.quote_literal(stray)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass the same buckets, bucket list and resource prefix to ordering.consumer_state() and ordering.reconcile().';
+    END IF;
+    outbox := stream OPERATOR(pg_catalog.=) 'ordering.outbox';
+
+    FOR resource_id, "position", last_seq, status, republished, in_flight, purged IN
+    WITH c AS (
+        SELECT x.resource_id, x.position, x.parked_from,
+               x.parked_through, x.blocked_at
+          FROM pg_catalog.jsonb_to_recordset(consumer_state)
+               AS x(resource_id text, "position" bigint, parked_from bigint,
+                    parked_through bigint, blocked_at bigint)
+    ), p AS (
+        SELECT r.resource_id, r.last_seq
+          FROM ordering_internal.reconcile_producer_resources(stream, resource_prefix, event_types) r
+         WHERE ordering.resource_bucket(r.resource_id, buckets) OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
+    ), j AS (
+        SELECT COALESCE(c.resource_id, p.resource_id) AS resource_id,
+               COALESCE(c.position, 0) AS pos,
+               COALESCE(p.last_seq, 0) AS last_seq,
+               c.parked_from, c.parked_through,
+               CASE
+                   WHEN p.resource_id IS NULL THEN 'unknown'
+                   WHEN COALESCE(c.position, 0) OPERATOR(pg_catalog.=) p.last_seq THEN 'in_sync'
+                   WHEN COALESCE(c.position, 0) OPERATOR(pg_catalog.>) p.last_seq THEN 'ahead'
+                   WHEN c.blocked_at IS NOT NULL THEN 'blocked'
+                   ELSE 'behind'
+               END AS status
+          FROM c FULL JOIN p ON p.resource_id OPERATOR(pg_catalog.=) c.resource_id
+    ), ranges AS (
+        -- (position, lowest parked - 1] and (highest parked, last_seq]
+        SELECT j.resource_id, g.lo, g.hi
+          FROM j CROSS JOIN LATERAL (VALUES
+                   (j.pos, LEAST(COALESCE(j.parked_from OPERATOR(pg_catalog.-) 1, j.last_seq), j.last_seq)),
+                   (GREATEST(j.parked_through, j.pos), CASE WHEN j.parked_through IS NULL THEN 0 ELSE j.last_seq END)
+               ) AS g(lo, hi)
+         WHERE j.status OPERATOR(pg_catalog.=) 'behind' AND g.hi OPERATOR(pg_catalog.>) g.lo AND outbox
+    ), present AS (
+        -- the outbox rows in the ranges (any event type), and whether each
+        -- is one to send: of the types asked for, published before the grace
+        SELECT o.id, r.resource_id,
+               (event_types IS NULL OR o.event_type OPERATOR(pg_catalog.=) ANY (event_types)) AS wanted,
+               (o.published_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) grace)) AS sendable
+          FROM ranges r
+          JOIN ordering.outbox o
+            ON o.resource_id OPERATOR(pg_catalog.=) r.resource_id
+           AND o.seq OPERATOR(pg_catalog.>) r.lo
+           AND o.seq OPERATOR(pg_catalog.<=) r.hi
+    ), locked AS (
+        -- rows a relay holds are in flight: skipped, not waited for
+        SELECT o.id
+          FROM ordering.outbox o
+         WHERE NOT dry_run
+           AND o.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT present.id FROM present
+                                                        WHERE present.wanted AND present.sendable))
+           AND o.published_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) grace)
+           FOR UPDATE SKIP LOCKED
+    ), sent AS (
+        UPDATE ordering.outbox o SET published_at = NULL
+          FROM locked
+         WHERE o.id OPERATOR(pg_catalog.=) locked.id
+        RETURNING o.id
+    ), counts AS (
+        SELECT present.resource_id,
+               pg_catalog.count(*) AS rows_present,
+               pg_catalog.count(*) FILTER (WHERE present.wanted) AS rows_wanted,
+               pg_catalog.count(*) FILTER (WHERE present.wanted AND
+                   CASE WHEN dry_run THEN present.sendable ELSE sent.id IS NOT NULL END)
+                   AS rows_sent
+          FROM present
+          LEFT JOIN sent ON sent.id OPERATOR(pg_catalog.=) present.id
+         GROUP BY present.resource_id
+    ), span AS (
+        SELECT ranges.resource_id,
+               pg_catalog.sum(ranges.hi OPERATOR(pg_catalog.-) ranges.lo)::bigint AS seqs
+          FROM ranges
+         GROUP BY ranges.resource_id
+    )
+    SELECT j.resource_id::text, j.pos, j.last_seq, j.status,
+           CASE WHEN j.status OPERATOR(pg_catalog.=) 'behind' AND outbox
+                THEN COALESCE(counts.rows_sent, 0) END,
+           CASE WHEN j.status OPERATOR(pg_catalog.=) 'behind' AND outbox
+                THEN COALESCE(counts.rows_wanted, 0) OPERATOR(pg_catalog.-) COALESCE(counts.rows_sent, 0) END,
+           CASE WHEN j.status OPERATOR(pg_catalog.=) 'behind' AND outbox
+                THEN COALESCE(span.seqs, 0) OPERATOR(pg_catalog.-) COALESCE(counts.rows_present, 0) END
+      FROM j
+      LEFT JOIN counts ON counts.resource_id OPERATOR(pg_catalog.=) j.resource_id
+      LEFT JOIN span ON span.resource_id OPERATOR(pg_catalog.=) j.resource_id
+     ORDER BY j.resource_id
+    LOOP
+        IF status OPERATOR(pg_catalog.=) 'behind' THEN
+            n_behind := n_behind OPERATOR(pg_catalog.+) 1;
+            n_republished := n_republished OPERATOR(pg_catalog.+) COALESCE(republished, 0);
+            n_purged := n_purged OPERATOR(pg_catalog.+) COALESCE(purged, 0);
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+    PERFORM ordering_internal.count_reconciled(stream, n_behind,
+                                      CASE WHEN dry_run THEN 0 ELSE n_republished END,
+                                      n_purged);
+END
+$$;
+
+-- The grant sets: what moved keeps its grants; the sets name it where it
+-- is now.
+CREATE OR REPLACE FUNCTION ordering.grant_producer(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering_internal.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
+        'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
+        'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
+        'ordering.wake_relays(regclass, boolean), '
+        'ordering_internal.create_sequencing_triggers(regclass, name, name, text), '
+        'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
+        'ordering.sequence_guard(), ordering.resource_key(anyelement), '
+        'ordering.claim_unpublished(integer, boolean, interval), '
+        'ordering.wait_for_standbys(interval), '
+        'ordering.mark_published(bigint[]), ordering.republish(text, bigint, bigint), '
+        'ordering.purge_published(interval), '
+        -- reconciliation, producer side
+        'ordering.stream_summary(text, integer, text, text[]), '
+        'ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean), '
+        'ordering_internal.count_reconciled(text, bigint, bigint, bigint), '
+        'ordering_internal.reconcile_check_arguments(integer, text), '
+        'ordering_internal.reconcile_check_stream(text, text[]), '
+        'ordering_internal.reconcile_producer_resources(text, text, text[]), '
+        'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint)',
+        -- the outbox is written by plain SQL (emit, relays, retention)
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.outbox',
+        'SELECT ON ordering.sequences',
+        -- attach() reads the registry; it and detach() write it through
+        -- two functions of ordering_internal, never with SQL
+        'SELECT ON ordering.attachments',
+        'EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name), '
+        'ordering_internal.attachment_unregister(regclass)');
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.grant_consumer(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering_internal.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.apply_if_newer(text, text, bigint), '
+        'ordering.deliver(text, text, bigint, jsonb), '
+        'ordering.deliver(text, text, bigint, jsonb, regprocedure), '
+        'ordering.deliver(text, text, bigint, jsonb, regprocedure, text), '
+        'ordering.dead_letter(text, text, bigint, jsonb, text), '
+        'ordering.deliver_batch(text, text[], bigint[], jsonb[]), '
+        'ordering.deliver_batch(text, text[], bigint[], jsonb[], regprocedure, text), '
+        'ordering.apply_batch(text, text[], bigint[]), '
+        'ordering.position(text, text), ordering.newer_only(), '
+        -- reconciliation, consumer side
+        'ordering.consumer_summary(text, integer, text), '
+        'ordering.consumer_state(text, integer, integer[], text), '
+        'ordering_internal.reconcile_check_arguments(integer, text), '
+        'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint)',
+        'SELECT ON ordering.positions, ordering.gap_requests, ordering.parked, '
+        'ordering.dead_letter_events, ordering.dead_letters');
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.grant_operator(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering.grant_consumer(role);
+    PERFORM ordering.grant_monitor(role);
+    PERFORM ordering_internal.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.skip_gap(text, text), '
+        'ordering.retry_dead_letter(text, text), '
+        'ordering.retry_dead_letter(text, text, regprocedure), '
+        'ordering.discard_dead_letter(text, text), '
+        'ordering.sweep_gaps(), ordering.stats_reset(), '
+        'ordering.check(double precision, bigint), ordering.resource_key(anyelement)',
+        'SELECT, INSERT, UPDATE, DELETE ON ordering.gap_requests',
+        -- what ordering.check() reads: the extension's tables, and its own
+        -- attached table (users' attached tables need SELECT granted by
+        -- their owners, or check() skips them with a WARNING)
+        'SELECT ON ordering.sequences, ordering.attachments, ordering.attached_tables, '
+        'ordering.outbox',
+        'EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)');
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.grant_monitor(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering_internal.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.metrics(), ordering.metric_label_value(text), '
+        'ordering.consumer_counters(), ordering.stream_counters(), '
+        'ordering_internal.stats_reset_time(), ordering_internal.gap_deadline(), '
+        'ordering_internal.consumer_statistics(), ordering_internal.stream_statistics(), '
+        'ordering.hot_resources(text, text, integer)',
+        'SELECT ON ordering.stats, ordering.stream_stats, ordering.open_gaps, '
+        'ordering.gap_requests, ordering.outbox_lag',
+        -- what ordering.metrics() runs
+        'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
+        'ordering_internal.metric_samples(text), '
+        'ordering_internal.metric_label_set(text[], text[])');
+END
+$$;
+
 -- (end of section)
