@@ -2856,6 +2856,41 @@ ALTER FUNCTION ordering.forget_dropped_tables() SET SCHEMA ordering_internal;
 -- nobody calls it
 REVOKE EXECUTE ON FUNCTION ordering_internal.sequences_load() FROM PUBLIC;
 
+-- One deliver() through a handler, as deliver_batch(): on_error defaults to
+-- 'raise', which is what the 5-argument form did.  The handler has no
+-- default: deliver(consumer, resource_id, seq, payload) without one is the
+-- table form, whose result differs, and a default would make that call
+-- ambiguous.  Roles that could execute the 5-argument form, through the
+-- consumer set or granted by hand, get the 6-argument one first.
+DO $$
+DECLARE
+    grantee regrole;
+BEGIN
+    FOR grantee IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=)
+               'ordering.deliver(text, text, bigint, jsonb, regprocedure)'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        EXECUTE pg_catalog.format(
+            'GRANT EXECUTE ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure, text) TO %s',
+            grantee);
+    END LOOP;
+END
+$$;
+DROP FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure);
+CREATE OR REPLACE FUNCTION ordering.deliver(consumer text, resource_id text, seq bigint,
+                                            payload jsonb, handler regprocedure,
+                                            on_error text DEFAULT 'raise')
+    RETURNS integer
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_deliver_handler';
+COMMENT ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure, text) IS
+    'Step consumers: like deliver(consumer, resource_id, seq, payload), but calls handler(resource_id text, seq bigint, payload jsonb) for each ready event in order and returns how many ran; with on_error => ''dead_letter'' a handler that fails (but for transient errors) makes its event the dead letter of the resource, blocking only that resource, and the call returns normally';
+
 -- Callers by name, as the sections above (or 1.1) left them, with the
 -- names of ordering_internal.
 CREATE OR REPLACE FUNCTION ordering.attach(tbl regclass,
@@ -3329,7 +3364,7 @@ END
 $$;
 
 -- The grant sets: what moved keeps its grants; the sets name it where it
--- is now.
+-- is now, and the consumer set the one deliver() through a handler.
 CREATE OR REPLACE FUNCTION ordering.grant_producer(role regrole) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -3374,7 +3409,6 @@ BEGIN
     PERFORM ordering_internal.grant_privileges(role,
         'EXECUTE ON FUNCTION ordering.apply_if_newer(text, text, bigint), '
         'ordering.deliver(text, text, bigint, jsonb), '
-        'ordering.deliver(text, text, bigint, jsonb, regprocedure), '
         'ordering.deliver(text, text, bigint, jsonb, regprocedure, text), '
         'ordering.dead_letter(text, text, bigint, jsonb, text), '
         'ordering.deliver_batch(text, text[], bigint[], jsonb[]), '
