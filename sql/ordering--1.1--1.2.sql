@@ -2856,6 +2856,15 @@ ALTER FUNCTION ordering.forget_dropped_tables() SET SCHEMA ordering_internal;
 -- nobody calls it
 REVOKE EXECUTE ON FUNCTION ordering_internal.sequences_load() FROM PUBLIC;
 
+-- The 1.0 statistics functions, kept in 1.1 for dashboards that read them:
+-- the views ordering.stats and ordering.stream_stats have the same columns
+-- and more.  metric_label_value() escaped label values for the metrics()
+-- of 1.1; nothing calls it since metrics() reads the metric definitions
+-- (ordering_internal.metric_label_set()).
+DROP FUNCTION ordering.consumer_counters();
+DROP FUNCTION ordering.stream_counters();
+DROP FUNCTION ordering.metric_label_value(text);
+
 -- One deliver() through a handler, as deliver_batch(): on_error defaults to
 -- 'raise', which is what the 5-argument form did.  The handler has no
 -- default: deliver(consumer, resource_id, seq, payload) without one is the
@@ -3455,8 +3464,7 @@ CREATE OR REPLACE FUNCTION ordering.grant_monitor(role regrole) RETURNS void
     AS $$
 BEGIN
     PERFORM ordering_internal.grant_privileges(role,
-        'EXECUTE ON FUNCTION ordering.metrics(), ordering.metric_label_value(text), '
-        'ordering.consumer_counters(), ordering.stream_counters(), '
+        'EXECUTE ON FUNCTION ordering.metrics(), '
         'ordering_internal.stats_reset_time(), ordering_internal.gap_deadline(), '
         'ordering_internal.consumer_statistics(), ordering_internal.stream_statistics(), '
         'ordering.hot_resources(text, text, integer)',

@@ -1177,7 +1177,8 @@ check_preloaded(void)
 /*
  * Columns of ordering_internal.consumer_statistics(): the name, the events
  * up to GAP_ESCALATED, the buckets, their sum, then the events added in 1.1.
- * ordering.consumer_counters() (1.0) is the same function with the first
+ * ordering.consumer_counters() of 1.0 and 1.1 (dropped by 1.2, and still
+ * called by a database not yet updated) is the same function with the first
  * CONSUMER_COLUMNS_1_0 of them.
  */
 #define CONSUMER_COLUMNS_1_0	(ORDERING_EVENT_GAP_ESCALATED + 4)
@@ -1243,7 +1244,8 @@ ordering_consumer_counters(PG_FUNCTION_ARGS)
 /*
  * Columns of ordering_internal.stream_statistics(): the name, sequence
  * numbers assigned, then those added in 1.1: supplied numbers refused, and
- * what reconciliation found and did.  ordering.stream_counters() (1.0) is
+ * what reconciliation found and did.  ordering.stream_counters() of 1.0 and
+ * 1.1 (dropped by 1.2, and still called by a database not yet updated) is
  * the same function with the first STREAM_COLUMNS_1_0 of them.
  */
 #define STREAM_COLUMNS_1_0		2
