@@ -315,7 +315,7 @@ CREATE OR REPLACE FUNCTION ordering.grant_operator(role regrole) RETURNS void
 BEGIN
     PERFORM ordering.grant_consumer(role);
     PERFORM ordering.grant_monitor(role);
-    PERFORM ordering.grant_privileges(role,
+    PERFORM ordering_internal.grant_privileges(role,
         'EXECUTE ON FUNCTION ordering.skip_gap(text, text), '
         'ordering.retry_dead_letter(text, text), '
         'ordering.retry_dead_letter(text, text, regprocedure), '
@@ -766,11 +766,10 @@ CREATE OR REPLACE FUNCTION ordering.grant_monitor(role regrole) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    PERFORM ordering.grant_privileges(role,
-        'EXECUTE ON FUNCTION ordering.metrics(), ordering.metric_label_value(text), '
-        'ordering.consumer_counters(), ordering.stream_counters(), '
-        'ordering.stats_reset_time(), ordering.gap_deadline(), '
-        'ordering.consumer_statistics(), ordering.stream_statistics(), '
+    PERFORM ordering_internal.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.metrics(), '
+        'ordering_internal.stats_reset_time(), ordering_internal.gap_deadline(), '
+        'ordering_internal.consumer_statistics(), ordering_internal.stream_statistics(), '
         'ordering.hot_resources(text, text, integer)',
         'SELECT ON ordering.stats, ordering.stream_stats, ordering.open_gaps, '
         'ordering.gap_requests, ordering.outbox_lag',
@@ -1373,7 +1372,7 @@ BEGIN
         PERFORM ordering_internal.create_distributed_sequencing_triggers(
             tbl, resource_column, sequence_column, stream, counters);
     ELSE
-        PERFORM ordering.create_sequencing_triggers(tbl, resource_column, sequence_column, stream);
+        PERFORM ordering_internal.create_sequencing_triggers(tbl, resource_column, sequence_column, stream);
     END IF;
     -- the registry row: only for a caller who may use the stream (42501)
     PERFORM ordering_internal.attachment_register(tbl, stream, resource_column,
@@ -1886,7 +1885,7 @@ DECLARE
     att record;
     problems text[] := '{}';
 BEGIN
-    PERFORM ordering.gap_deadline();
+    PERFORM ordering_internal.gap_deadline();
     DELETE FROM ordering.attachments a
      WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
                         WHERE c.oid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid);
@@ -2132,12 +2131,12 @@ CREATE OR REPLACE FUNCTION ordering.grant_producer(role regrole) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    PERFORM ordering.grant_privileges(role,
+    PERFORM ordering_internal.grant_privileges(role,
         'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
         'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
         'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
         'ordering.wake_relays(regclass, boolean), '
-        'ordering.create_sequencing_triggers(regclass, name, name, text), '
+        'ordering_internal.create_sequencing_triggers(regclass, name, name, text), '
         'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
         'ordering.sequence_guard(), ordering.resource_key(anyelement), '
         'ordering.claim_unpublished(integer, boolean, interval), '
@@ -2147,10 +2146,10 @@ BEGIN
         -- reconciliation, producer side
         'ordering.stream_summary(text, integer, text, text[]), '
         'ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean), '
-        'ordering.count_reconciled(text, bigint, bigint, bigint), '
-        'ordering.reconcile_check_arguments(integer, text), '
-        'ordering.reconcile_check_stream(text, text[]), '
-        'ordering.reconcile_producer_resources(text, text, text[]), '
+        'ordering_internal.count_reconciled(text, bigint, bigint, bigint), '
+        'ordering_internal.reconcile_check_arguments(integer, text), '
+        'ordering_internal.reconcile_check_stream(text, text[]), '
+        'ordering_internal.reconcile_producer_resources(text, text, text[]), '
         'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint), '
         -- relays of an outbox distributed by Citus
         'ordering.claim_unpublished_on_node(anyelement, integer), '
@@ -2829,8 +2828,13 @@ $$;
 --
 -- The rest moves to ordering_internal.  ALTER FUNCTION ... SET SCHEMA keeps
 -- each function's OID, so the views, the triggers of the extension's own
--- objects and every role's EXECUTE privilege follow it; what calls one by
--- name is re-created below with the name changed and nothing else.
+-- objects and every role's EXECUTE privilege follow it.  What calls one by
+-- name uses its new name: the functions an earlier section of this script
+-- defines (attach, post_restore, check, the grant sets) say it in that one
+-- definition, as PL/pgSQL looks names up when it runs, after this script;
+-- those whose newest body is 1.1's are re-created below with the names
+-- changed and nothing else.  Statements this script runs before the move
+-- (the DO blocks above) use the old names.
 ALTER FUNCTION ordering.grant_privileges(regrole, text[]) SET SCHEMA ordering_internal;
 ALTER FUNCTION ordering.create_sequencing_triggers(regclass, name, name, text)
     SET SCHEMA ordering_internal;
@@ -2900,133 +2904,8 @@ CREATE OR REPLACE FUNCTION ordering.deliver(consumer text, resource_id text, seq
 COMMENT ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure, text) IS
     'Step consumers: like deliver(consumer, resource_id, seq, payload), but calls handler(resource_id text, seq bigint, payload jsonb) for each ready event in order and returns how many ran; with on_error => ''dead_letter'' a handler that fails (but for transient errors) makes its event the dead letter of the resource, blocking only that resource, and the call returns normally';
 
--- Callers by name, as the sections above (or 1.1) left them, with the
--- names of ordering_internal.
-CREATE OR REPLACE FUNCTION ordering.attach(tbl regclass,
-                                           resource_column name DEFAULT 'resource_id',
-                                           sequence_column name DEFAULT 'seq',
-                                           stream text DEFAULT NULL)
-    RETURNS void
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    rel record;
-    seq_type regtype;
-    known_stream text;
-    generated name;
-BEGIN
-    IF tbl IS NULL OR resource_column IS NULL OR sequence_column IS NULL THEN
-        RAISE EXCEPTION 'table, resource column and sequence column must not be null'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    SELECT c.relname, n.nspname, c.relkind INTO rel
-      FROM pg_catalog.pg_class c
-      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-     WHERE c.oid OPERATOR(pg_catalog.=) tbl;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'relation with OID % does not exist', tbl::pg_catalog.oid
-            USING ERRCODE = 'undefined_table';
-    END IF;
-    IF rel.relkind NOT IN ('r', 'p') THEN
-        RAISE EXCEPTION '"%" is not a table', tbl
-            USING ERRCODE = 'wrong_object_type';
-    END IF;
-    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
-                    WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
-                      AND a.attname OPERATOR(pg_catalog.=) resource_column
-                      AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) THEN
-        RAISE EXCEPTION 'column "%" of relation "%" does not exist', resource_column, tbl
-            USING ERRCODE = 'undefined_column';
-    END IF;
-    SELECT a.atttypid INTO seq_type
-      FROM pg_catalog.pg_attribute a
-     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
-       AND a.attname OPERATOR(pg_catalog.=) sequence_column
-       AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'column "%" of relation "%" does not exist', sequence_column, tbl
-            USING ERRCODE = 'undefined_column';
-    END IF;
-    IF seq_type OPERATOR(pg_catalog.<>) 'pg_catalog.int8'::pg_catalog.regtype THEN
-        RAISE EXCEPTION 'sequence column "%" of relation "%" must be of type bigint, not %',
-            sequence_column, tbl, seq_type
-            USING ERRCODE = 'datatype_mismatch';
-    END IF;
-    IF resource_column OPERATOR(pg_catalog.=) sequence_column THEN
-        RAISE EXCEPTION 'resource column and sequence column must differ'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    SELECT a.attname INTO generated
-      FROM pg_catalog.pg_attribute a
-     WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
-       AND a.attname IN (resource_column, sequence_column)
-       AND a.attgenerated OPERATOR(pg_catalog.<>) '';
-    IF FOUND THEN
-        RAISE EXCEPTION 'column "%" of relation "%" is a generated column', generated, tbl
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'A generated column has no value yet when the sequencing trigger runs (BEFORE INSERT).',
-                  HINT = 'Sequence a plain column; compute the generated one from it.';
-    END IF;
-    -- 1.2: a type whose text depends on a setting would be keyed twice
-    PERFORM ordering_internal.check_resource_type(tbl, resource_column);
-    IF stream OPERATOR(pg_catalog.=) '' THEN
-        RAISE EXCEPTION 'stream name must not be empty'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF EXISTS (SELECT FROM pg_catalog.pg_trigger t
-                WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
-                  AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
-        -- 1.2: triggers restored without their registry row (a schema-only
-        -- restore) have a step of their own
-        IF NOT EXISTS (SELECT FROM ordering.attachments a
-                        WHERE a.tbl OPERATOR(pg_catalog.=) attach.tbl AND a.attached)
-           AND EXISTS (SELECT FROM pg_catalog.pg_trigger t
-                        WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
-                          AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence'
-                          AND t.tgparentid OPERATOR(pg_catalog.=) 0) THEN
-            RAISE EXCEPTION 'relation "%" has the sequencing triggers but is not registered in ordering.attachments', tbl
-                USING ERRCODE = 'duplicate_object',
-                      DETAIL = 'Its triggers were restored without its row of ordering.attachments (a schema-only or partial restore).',
-                      HINT = 'Call ordering.post_restore(): it registers the table with the stream its trigger names and continues its counters.';
-        END IF;
-        RAISE EXCEPTION 'relation "%" is already attached', tbl
-            USING ERRCODE = 'duplicate_object',
-                  HINT = 'Call ordering.detach() first to change how it is sequenced.';
-    END IF;
-    -- A table that Citus distributes would be sequenced on each shard by
-    -- the shard's node: counters would restart after a shard move.
-    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-        IF (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0
-              FROM pg_catalog.pg_dist_partition p
-             WHERE p.logicalrelid OPERATOR(pg_catalog.=) tbl) THEN
-            RAISE EXCEPTION 'relation "%" is distributed by Citus', tbl
-                USING ERRCODE = 'feature_not_supported',
-                      DETAIL = 'Its rows would be sequenced by each shard''s node, with counters of their own.';
-        END IF;
-    END IF;
-    -- Re-attaching continues the stream the table had.
-    SELECT a.stream INTO known_stream FROM ordering.attachments a
-     WHERE a.tbl OPERATOR(pg_catalog.=) attach.tbl;
-    stream := COALESCE(stream, known_stream,
-                       rel.nspname OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) rel.relname);
-    -- the trigger refuses longer ones at every insert
-    IF pg_catalog.octet_length(stream) OPERATOR(pg_catalog.>) 1024 THEN
-        RAISE EXCEPTION 'stream name is too long (at most 1024 bytes)'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    PERFORM ordering_internal.create_sequencing_triggers(tbl, resource_column, sequence_column, stream);
-    -- the registry row: only for a caller who may use the stream (42501)
-    PERFORM ordering_internal.attachment_register(tbl, stream, resource_column,
-                                                  sequence_column);
-    -- 1.2: rows the table holds already (attached before, its counters
-    -- dropped with the extension or never restored) keep their numbers:
-    -- each resource continues after its highest.  The new triggers lock out
-    -- inserts until this transaction ends, so no row is missed.
-    PERFORM ordering_internal.seed_counters(tbl);
-END
-$$;
-
+-- Callers by name whose newest body is 1.1's, with the names of
+-- ordering_internal.
 CREATE OR REPLACE FUNCTION ordering.pre_restore() RETURNS boolean
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -3037,85 +2916,6 @@ BEGIN
     EXECUTE pg_catalog.format('ALTER DATABASE %I SET ordering.restoring = on',
                               pg_catalog.current_database());
     PERFORM pg_catalog.set_config('ordering.restoring', 'on', false);
-    RETURN true;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION ordering.post_restore() RETURNS boolean
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    att record;
-    problems text[] := '{}';
-BEGIN
-    PERFORM ordering_internal.gap_deadline();
-    DELETE FROM ordering.attachments a
-     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
-                        WHERE c.oid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid);
-    -- Every table with a sequencing trigger (partitions have their parent's
-    -- clone) is registered as attached with the trigger's stream and
-    -- columns: one whose registry row was not restored (a schema-only
-    -- restore) is registered from its trigger, a disagreement is refused.
-    FOR att IN
-        SELECT t.tgrelid::pg_catalog.regclass AS tbl, s.resource_column,
-               s.sequence_column, s.stream, a.tbl AS registered, a.attached,
-               a.stream AS registered_stream, a.resource_column AS registered_resource,
-               a.sequence_column AS registered_sequence
-          FROM pg_catalog.pg_trigger t
-         CROSS JOIN LATERAL ordering_internal.sequencing_trigger(t.tgrelid::pg_catalog.regclass) s
-          LEFT JOIN ordering.attachments a
-            ON a.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) t.tgrelid
-         WHERE t.tgfoid OPERATOR(pg_catalog.=) 'ordering.sequence_trigger()'::pg_catalog.regprocedure
-           AND t.tgparentid OPERATOR(pg_catalog.=) 0
-         ORDER BY t.tgrelid
-    LOOP
-        IF att.registered IS NULL THEN
-            INSERT INTO ordering.attachments (tbl, stream, resource_column, sequence_column)
-            VALUES (att.tbl, att.stream, att.resource_column, att.sequence_column);
-            RAISE NOTICE 'relation "%" registered as attached to stream "%", as its sequencing trigger says', att.tbl, att.stream;
-        ELSIF NOT att.attached THEN
-            problems := problems OPERATOR(pg_catalog.||) pg_catalog.format(
-                'relation "%s" has the sequencing trigger of stream "%s", but ordering.attachments says it is detached',
-                att.tbl, att.stream);
-        ELSIF att.registered_stream OPERATOR(pg_catalog.<>) att.stream
-           OR att.registered_resource OPERATOR(pg_catalog.<>) att.resource_column
-           OR att.registered_sequence OPERATOR(pg_catalog.<>) att.sequence_column THEN
-            problems := problems OPERATOR(pg_catalog.||) pg_catalog.format(
-                'relation "%s" has the sequencing trigger of stream "%s" on columns (%s, %s), but ordering.attachments says stream "%s" on columns (%s, %s)',
-                att.tbl, att.stream, att.resource_column, att.sequence_column,
-                att.registered_stream, att.registered_resource, att.registered_sequence);
-        END IF;
-    END LOOP;
-    FOR att IN
-        SELECT a.tbl FROM ordering.attachments a
-         WHERE a.attached
-           AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t
-                            WHERE t.tgrelid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid
-                              AND t.tgfoid OPERATOR(pg_catalog.=) 'ordering.sequence_trigger()'::pg_catalog.regprocedure)
-         ORDER BY a.tbl::pg_catalog.oid
-    LOOP
-        problems := problems OPERATOR(pg_catalog.||) pg_catalog.format(
-            'relation "%s" is attached in ordering.attachments, but has no sequencing trigger', att.tbl);
-    END LOOP;
-    IF pg_catalog.cardinality(problems) OPERATOR(pg_catalog.>) 0 THEN
-        RAISE EXCEPTION 'the sequencing triggers and ordering.attachments disagree on % table(s)',
-            pg_catalog.cardinality(problems)
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = pg_catalog.array_to_string(problems, E'\n'),
-                  HINT = 'Make them agree, then call ordering.post_restore() again (restore mode stays on until then): ordering.detach() drops a trigger, ordering.attach() creates the triggers of a table and continues its stream.';
-    END IF;
-    -- every counter at least the highest number restored in its table
-    FOR att IN SELECT * FROM ordering.attachments x WHERE x.attached LOOP
-        -- a table whose columns changed is named and left
-        CONTINUE WHEN NOT ordering_internal.attachment_restorable(att.tbl, att.stream,
-                                                                  att.resource_column,
-                                                                  att.sequence_column);
-        PERFORM ordering_internal.seed_counters(att.tbl);
-    END LOOP;
-    EXECUTE pg_catalog.format('ALTER DATABASE %I RESET ordering.restoring',
-                              pg_catalog.current_database());
-    PERFORM pg_catalog.set_config('ordering.restoring', 'off', false);
     RETURN true;
 END
 $$;
@@ -3372,44 +3172,9 @@ BEGIN
 END
 $$;
 
--- The grant sets: what moved keeps its grants; the sets name it where it
--- is now, and the consumer set the one deliver() through a handler.
-CREATE OR REPLACE FUNCTION ordering.grant_producer(role regrole) RETURNS void
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-BEGIN
-    PERFORM ordering_internal.grant_privileges(role,
-        'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
-        'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
-        'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
-        'ordering.wake_relays(regclass, boolean), '
-        'ordering_internal.create_sequencing_triggers(regclass, name, name, text), '
-        'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
-        'ordering.sequence_guard(), ordering.resource_key(anyelement), '
-        'ordering.claim_unpublished(integer, boolean, interval), '
-        'ordering.wait_for_standbys(interval), '
-        'ordering.mark_published(bigint[]), ordering.republish(text, bigint, bigint), '
-        'ordering.purge_published(interval), '
-        -- reconciliation, producer side
-        'ordering.stream_summary(text, integer, text, text[]), '
-        'ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean), '
-        'ordering_internal.count_reconciled(text, bigint, bigint, bigint), '
-        'ordering_internal.reconcile_check_arguments(integer, text), '
-        'ordering_internal.reconcile_check_stream(text, text[]), '
-        'ordering_internal.reconcile_producer_resources(text, text, text[]), '
-        'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint)',
-        -- the outbox is written by plain SQL (emit, relays, retention)
-        'SELECT, INSERT, UPDATE, DELETE ON ordering.outbox',
-        'SELECT ON ordering.sequences',
-        -- attach() reads the registry; it and detach() write it through
-        -- two functions of ordering_internal, never with SQL
-        'SELECT ON ordering.attachments',
-        'EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name), '
-        'ordering_internal.attachment_unregister(regclass)');
-END
-$$;
-
+-- The consumer set (its body is 1.1's; the sections above set its comment):
+-- what moved keeps its grants, and the set names it where it is now, and
+-- the one deliver() through a handler.
 CREATE OR REPLACE FUNCTION ordering.grant_consumer(role regrole) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -3431,49 +3196,6 @@ BEGIN
         'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint)',
         'SELECT ON ordering.positions, ordering.gap_requests, ordering.parked, '
         'ordering.dead_letter_events, ordering.dead_letters');
-END
-$$;
-
-CREATE OR REPLACE FUNCTION ordering.grant_operator(role regrole) RETURNS void
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-BEGIN
-    PERFORM ordering.grant_consumer(role);
-    PERFORM ordering.grant_monitor(role);
-    PERFORM ordering_internal.grant_privileges(role,
-        'EXECUTE ON FUNCTION ordering.skip_gap(text, text), '
-        'ordering.retry_dead_letter(text, text), '
-        'ordering.retry_dead_letter(text, text, regprocedure), '
-        'ordering.discard_dead_letter(text, text), '
-        'ordering.sweep_gaps(), ordering.stats_reset(), '
-        'ordering.check(double precision, bigint), ordering.resource_key(anyelement)',
-        'SELECT, INSERT, UPDATE, DELETE ON ordering.gap_requests',
-        -- what ordering.check() reads: the extension's tables, and its own
-        -- attached table (users' attached tables need SELECT granted by
-        -- their owners, or check() skips them with a WARNING)
-        'SELECT ON ordering.sequences, ordering.attachments, ordering.attached_tables, '
-        'ordering.outbox',
-        'EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)');
-END
-$$;
-
-CREATE OR REPLACE FUNCTION ordering.grant_monitor(role regrole) RETURNS void
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-BEGIN
-    PERFORM ordering_internal.grant_privileges(role,
-        'EXECUTE ON FUNCTION ordering.metrics(), '
-        'ordering_internal.stats_reset_time(), ordering_internal.gap_deadline(), '
-        'ordering_internal.consumer_statistics(), ordering_internal.stream_statistics(), '
-        'ordering.hot_resources(text, text, integer)',
-        'SELECT ON ordering.stats, ordering.stream_stats, ordering.open_gaps, '
-        'ordering.gap_requests, ordering.outbox_lag',
-        -- what ordering.metrics() runs
-        'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
-        'ordering_internal.metric_samples(text), '
-        'ordering_internal.metric_label_set(text[], text[])');
 END
 $$;
 
