@@ -2830,7 +2830,7 @@ $$;
 -- each function's OID, so the views, the triggers of the extension's own
 -- objects and every role's EXECUTE privilege follow it.  What calls one by
 -- name uses its new name: the functions an earlier section of this script
--- defines (attach, post_restore, check, the grant sets) say it in that one
+-- defines (attach, post_restore, the grant sets) say it in that one
 -- definition, as PL/pgSQL looks names up when it runs, after this script;
 -- those whose newest body is 1.1's are re-created below with the names
 -- changed and nothing else.  Statements this script runs before the move
@@ -2922,9 +2922,9 @@ $$;
 
 -- Reconciliation (1.1).
 CREATE OR REPLACE FUNCTION ordering.stream_summary(stream text DEFAULT 'ordering.outbox',
-                                        buckets integer DEFAULT 1024,
-                                        resource_prefix text DEFAULT NULL,
-                                        event_types text[] DEFAULT NULL)
+                                                   buckets integer DEFAULT 1024,
+                                                   resource_prefix text DEFAULT NULL,
+                                                   event_types text[] DEFAULT NULL)
     RETURNS TABLE (bucket integer, resources bigint, seq_sum numeric, fingerprint bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -2944,8 +2944,8 @@ END
 $$;
 
 CREATE OR REPLACE FUNCTION ordering.consumer_summary(consumer text,
-                                          buckets integer DEFAULT 1024,
-                                          resource_prefix text DEFAULT NULL)
+                                                     buckets integer DEFAULT 1024,
+                                                     resource_prefix text DEFAULT NULL)
     RETURNS TABLE (bucket integer, resources bigint, seq_sum numeric, fingerprint bigint)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -2971,8 +2971,8 @@ END
 $$;
 
 CREATE OR REPLACE FUNCTION ordering.consumer_state(consumer text, buckets integer,
-                                        bucket_list integer[],
-                                        resource_prefix text DEFAULT NULL)
+                                                   bucket_list integer[],
+                                                   resource_prefix text DEFAULT NULL)
     RETURNS TABLE (resource_id text, "position" bigint, parked_from bigint,
                    parked_through bigint, blocked_at bigint)
     LANGUAGE plpgsql STABLE
@@ -3023,12 +3023,12 @@ END
 $$;
 
 CREATE OR REPLACE FUNCTION ordering.reconcile(consumer_state jsonb, buckets integer,
-                                   bucket_list integer[],
-                                   stream text DEFAULT 'ordering.outbox',
-                                   resource_prefix text DEFAULT NULL,
-                                   event_types text[] DEFAULT NULL,
-                                   grace interval DEFAULT '5min',
-                                   dry_run boolean DEFAULT false)
+                                              bucket_list integer[],
+                                              stream text DEFAULT 'ordering.outbox',
+                                              resource_prefix text DEFAULT NULL,
+                                              event_types text[] DEFAULT NULL,
+                                              grace interval DEFAULT '5min',
+                                              dry_run boolean DEFAULT false)
     RETURNS TABLE (resource_id text, "position" bigint, last_seq bigint, status text,
                    republished bigint, in_flight bigint, purged bigint)
     LANGUAGE plpgsql VOLATILE
