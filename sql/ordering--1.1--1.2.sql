@@ -2468,7 +2468,7 @@ BEGIN
     FOR node IN EXECUTE
         'SELECT r.nodeid, r.success, r.result FROM pg_catalog.run_command_on_all_nodes($1) r ORDER BY r.nodeid'
         USING pg_catalog.format('SELECT ordering_internal.shard_gaps(%s, false)',
-                                pg_catalog.date_part('epoch', ordering.gap_deadline()))
+                                pg_catalog.date_part('epoch', ordering_internal.gap_deadline()))
     LOOP
         IF NOT node.success THEN
             RAISE EXCEPTION 'listing the gaps failed on node %: %', node.nodeid, node.result
@@ -2706,7 +2706,7 @@ BEGIN
     IF consumer IS NULL THEN
         RAISE EXCEPTION 'consumer must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    PERFORM ordering.reconcile_check_arguments(buckets, resource_prefix);
+    PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
     positions := ordering_internal.distributed_consumer_table(consumer, '_positions');
     RETURN QUERY EXECUTE pg_catalog.format($q$
     SELECT ordering.resource_bucket(p.resource_id, $2) AS b,
@@ -2740,7 +2740,7 @@ BEGIN
         RAISE EXCEPTION 'consumer and bucket_list must not be null'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    PERFORM ordering.reconcile_check_arguments(buckets, resource_prefix);
+    PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
     RETURN QUERY EXECUTE pg_catalog.format($q$
     WITH pos AS (
         SELECT p.resource_id, p.position
@@ -2830,7 +2830,8 @@ $$;
 -- each function's OID, so the views, the triggers of the extension's own
 -- objects and every role's EXECUTE privilege follow it.  What calls one by
 -- name uses its new name: the functions an earlier section of this script
--- defines (attach, post_restore, the grant sets) say it in that one
+-- defines (attach, post_restore, the grant sets, consumer_summary,
+-- consumer_state, distributed_open_gaps) say it in that one
 -- definition, as PL/pgSQL looks names up when it runs, after this script;
 -- those whose newest body is 1.1's are re-created below with the names
 -- changed and nothing else.  Statements this script runs before the move
@@ -2920,7 +2921,8 @@ BEGIN
 END
 $$;
 
--- Reconciliation (1.1).
+-- Reconciliation, producer side (1.1; the consumer side is defined by the
+-- Citus section).
 CREATE OR REPLACE FUNCTION ordering.stream_summary(stream text DEFAULT 'ordering.outbox',
                                                    buckets integer DEFAULT 1024,
                                                    resource_prefix text DEFAULT NULL,
@@ -2940,85 +2942,6 @@ BEGIN
       FROM ordering_internal.reconcile_producer_resources(stream, resource_prefix, event_types) p
      GROUP BY b
      ORDER BY b;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION ordering.consumer_summary(consumer text,
-                                                     buckets integer DEFAULT 1024,
-                                                     resource_prefix text DEFAULT NULL)
-    RETURNS TABLE (bucket integer, resources bigint, seq_sum numeric, fingerprint bigint)
-    LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-BEGIN
-    IF consumer IS NULL THEN
-        RAISE EXCEPTION 'consumer must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
-    RETURN QUERY
-    SELECT ordering.resource_bucket(p.resource_id, buckets) AS b,
-           pg_catalog.count(*),
-           pg_catalog.sum(p.position),
-           pg_catalog.bit_xor(ordering.resource_fingerprint(p.resource_id, p.position))
-      FROM ordering.positions p
-     WHERE p.consumer OPERATOR(pg_catalog.=) consumer_summary.consumer
-       AND p.position OPERATOR(pg_catalog.>) 0
-       AND (resource_prefix IS NULL
-            OR pg_catalog.starts_with(p.resource_id, resource_prefix))
-     GROUP BY b
-     ORDER BY b;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION ordering.consumer_state(consumer text, buckets integer,
-                                                   bucket_list integer[],
-                                                   resource_prefix text DEFAULT NULL)
-    RETURNS TABLE (resource_id text, "position" bigint, parked_from bigint,
-                   parked_through bigint, blocked_at bigint)
-    LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-BEGIN
-    IF consumer IS NULL OR bucket_list IS NULL THEN
-        RAISE EXCEPTION 'consumer and bucket_list must not be null'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
-    RETURN QUERY
-    WITH pos AS (
-        SELECT p.resource_id, p.position
-          FROM ordering.positions p
-         WHERE p.consumer OPERATOR(pg_catalog.=) consumer_state.consumer
-           AND p.position OPERATOR(pg_catalog.>) 0
-           AND (resource_prefix IS NULL
-                OR pg_catalog.starts_with(p.resource_id, resource_prefix))
-           AND ordering.resource_bucket(p.resource_id, buckets)
-               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
-    ), park AS (
-        SELECT k.resource_id, pg_catalog.min(k.seq) AS lo, pg_catalog.max(k.seq) AS hi
-          FROM ordering.parked k
-         WHERE k.consumer OPERATOR(pg_catalog.=) consumer_state.consumer
-           AND (resource_prefix IS NULL
-                OR pg_catalog.starts_with(k.resource_id, resource_prefix))
-           AND ordering.resource_bucket(k.resource_id, buckets)
-               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
-         GROUP BY k.resource_id
-    ), dead AS (
-        SELECT d.resource_id, d.seq
-          FROM ordering.dead_letter_events d
-         WHERE d.consumer OPERATOR(pg_catalog.=) consumer_state.consumer
-           AND (resource_prefix IS NULL
-                OR pg_catalog.starts_with(d.resource_id, resource_prefix))
-           AND ordering.resource_bucket(d.resource_id, buckets)
-               OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
-    )
-    SELECT COALESCE(pos.resource_id, park.resource_id, dead.resource_id),
-           COALESCE(pos.position, 0), park.lo, park.hi, dead.seq
-      FROM pos
-      FULL JOIN park ON park.resource_id OPERATOR(pg_catalog.=) pos.resource_id
-      FULL JOIN dead
-        ON dead.resource_id OPERATOR(pg_catalog.=) COALESCE(pos.resource_id, park.resource_id)
-     ORDER BY 1;
 END
 $$;
 
