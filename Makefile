@@ -51,7 +51,7 @@ DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql sql/ordering--1.1--1.2.s
 
 REGRESS = producer producer_sql restore_mode restore_sweep consumer dead_letters dead_letters_below \
 	gaps stats observability metrics search_path gaps_search_path privileges hot_paths bad_input reconcile \
-	check replicated batch batch_equivalence wakeup compat own_tables citus citus_consumer
+	check replicated batch batch_equivalence wakeup compat own_tables citus citus_consumer surface
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 

@@ -226,8 +226,9 @@ GRANT SELECT ON ordering.sequences, ordering.positions, ordering.parked, orderin
     ordering.dead_letter_events, ordering.stats, ordering.attached_tables, ordering.attachments,
     ordering.outbox TO ordering_check_reader;
 GRANT SELECT ON events TO ordering_check_reader;
-GRANT EXECUTE ON FUNCTION ordering.check(double precision, bigint), ordering.consumer_counters(),
-    ordering.consumer_statistics(), ordering.stats_reset_time() TO ordering_check_reader;
+GRANT EXECUTE ON FUNCTION ordering.check(double precision, bigint),
+    ordering_internal.consumer_statistics(), ordering_internal.stats_reset_time()
+    TO ordering_check_reader;
 GRANT EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)
     TO ordering_check_reader;
 BEGIN;

@@ -8,7 +8,7 @@ DELETE FROM ordering.parked;
 DELETE FROM ordering.positions;
 DELETE FROM ordering.gap_requests;
 SET ordering.gap_deadline = '60s';
-SELECT ordering.gap_deadline();
+SELECT ordering_internal.gap_deadline();
 SELECT ordering.stats_reset();
 
 INSERT INTO ordering.positions (consumer, resource_id, position) VALUES

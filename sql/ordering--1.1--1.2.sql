@@ -315,7 +315,7 @@ CREATE OR REPLACE FUNCTION ordering.grant_operator(role regrole) RETURNS void
 BEGIN
     PERFORM ordering.grant_consumer(role);
     PERFORM ordering.grant_monitor(role);
-    PERFORM ordering.grant_privileges(role,
+    PERFORM ordering_internal.grant_privileges(role,
         'EXECUTE ON FUNCTION ordering.skip_gap(text, text), '
         'ordering.retry_dead_letter(text, text), '
         'ordering.retry_dead_letter(text, text, regprocedure), '
@@ -766,11 +766,10 @@ CREATE OR REPLACE FUNCTION ordering.grant_monitor(role regrole) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    PERFORM ordering.grant_privileges(role,
-        'EXECUTE ON FUNCTION ordering.metrics(), ordering.metric_label_value(text), '
-        'ordering.consumer_counters(), ordering.stream_counters(), '
-        'ordering.stats_reset_time(), ordering.gap_deadline(), '
-        'ordering.consumer_statistics(), ordering.stream_statistics(), '
+    PERFORM ordering_internal.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.metrics(), '
+        'ordering_internal.stats_reset_time(), ordering_internal.gap_deadline(), '
+        'ordering_internal.consumer_statistics(), ordering_internal.stream_statistics(), '
         'ordering.hot_resources(text, text, integer)',
         'SELECT ON ordering.stats, ordering.stream_stats, ordering.open_gaps, '
         'ordering.gap_requests, ordering.outbox_lag',
@@ -1373,7 +1372,7 @@ BEGIN
         PERFORM ordering_internal.create_distributed_sequencing_triggers(
             tbl, resource_column, sequence_column, stream, counters);
     ELSE
-        PERFORM ordering.create_sequencing_triggers(tbl, resource_column, sequence_column, stream);
+        PERFORM ordering_internal.create_sequencing_triggers(tbl, resource_column, sequence_column, stream);
     END IF;
     -- the registry row: only for a caller who may use the stream (42501)
     PERFORM ordering_internal.attachment_register(tbl, stream, resource_column,
@@ -1886,7 +1885,7 @@ DECLARE
     att record;
     problems text[] := '{}';
 BEGIN
-    PERFORM ordering.gap_deadline();
+    PERFORM ordering_internal.gap_deadline();
     DELETE FROM ordering.attachments a
      WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
                         WHERE c.oid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid);
@@ -2132,12 +2131,12 @@ CREATE OR REPLACE FUNCTION ordering.grant_producer(role regrole) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    PERFORM ordering.grant_privileges(role,
+    PERFORM ordering_internal.grant_privileges(role,
         'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
         'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
         'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
         'ordering.wake_relays(regclass, boolean), '
-        'ordering.create_sequencing_triggers(regclass, name, name, text), '
+        'ordering_internal.create_sequencing_triggers(regclass, name, name, text), '
         'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
         'ordering.sequence_guard(), ordering.resource_key(anyelement), '
         'ordering.claim_unpublished(integer, boolean, interval), '
@@ -2147,10 +2146,10 @@ BEGIN
         -- reconciliation, producer side
         'ordering.stream_summary(text, integer, text, text[]), '
         'ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean), '
-        'ordering.count_reconciled(text, bigint, bigint, bigint), '
-        'ordering.reconcile_check_arguments(integer, text), '
-        'ordering.reconcile_check_stream(text, text[]), '
-        'ordering.reconcile_producer_resources(text, text, text[]), '
+        'ordering_internal.count_reconciled(text, bigint, bigint, bigint), '
+        'ordering_internal.reconcile_check_arguments(integer, text), '
+        'ordering_internal.reconcile_check_stream(text, text[]), '
+        'ordering_internal.reconcile_producer_resources(text, text, text[]), '
         'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint), '
         -- relays of an outbox distributed by Citus
         'ordering.claim_unpublished_on_node(anyelement, integer), '
@@ -2469,7 +2468,7 @@ BEGIN
     FOR node IN EXECUTE
         'SELECT r.nodeid, r.success, r.result FROM pg_catalog.run_command_on_all_nodes($1) r ORDER BY r.nodeid'
         USING pg_catalog.format('SELECT ordering_internal.shard_gaps(%s, false)',
-                                pg_catalog.date_part('epoch', ordering.gap_deadline()))
+                                pg_catalog.date_part('epoch', ordering_internal.gap_deadline()))
     LOOP
         IF NOT node.success THEN
             RAISE EXCEPTION 'listing the gaps failed on node %: %', node.nodeid, node.result
@@ -2707,7 +2706,7 @@ BEGIN
     IF consumer IS NULL THEN
         RAISE EXCEPTION 'consumer must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    PERFORM ordering.reconcile_check_arguments(buckets, resource_prefix);
+    PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
     positions := ordering_internal.distributed_consumer_table(consumer, '_positions');
     RETURN QUERY EXECUTE pg_catalog.format($q$
     SELECT ordering.resource_bucket(p.resource_id, $2) AS b,
@@ -2741,7 +2740,7 @@ BEGIN
         RAISE EXCEPTION 'consumer and bucket_list must not be null'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    PERFORM ordering.reconcile_check_arguments(buckets, resource_prefix);
+    PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
     RETURN QUERY EXECUTE pg_catalog.format($q$
     WITH pos AS (
         SELECT p.resource_id, p.position
@@ -2817,5 +2816,310 @@ $$;
 -- The public surface: plumbing moved to ordering_internal, one deliver(),
 -- the 1.0 aliases retired (last: every section above uses the 1.1 names)
 -- ------------------------------------------------------------------------
+
+-- What stays in schema ordering is what users call: the functions of the
+-- contract (../shared/SPEC.md) with the grant sets, the batch forms,
+-- pre_restore()/post_restore(), the reconciliation functions and hashes
+-- docs/reference.md documents, resource_key(), wake_relays() and
+-- wait_for_standbys(); the trigger functions users' tables reference
+-- (sequence_trigger(), sequence_stored() with sequence_stored_trigger(),
+-- sequence_guard(), newer_only()), which a dump of those tables names and a
+-- restore must find where the dump says.  sql/surface.sql lists the set.
+--
+-- The rest moves to ordering_internal.  ALTER FUNCTION ... SET SCHEMA keeps
+-- each function's OID, so the views, the triggers of the extension's own
+-- objects and every role's EXECUTE privilege follow it.  What calls one by
+-- name uses its new name: the functions an earlier section of this script
+-- defines (attach, post_restore, the grant sets, consumer_summary,
+-- consumer_state, distributed_open_gaps) say it in that one
+-- definition, as PL/pgSQL looks names up when it runs, after this script;
+-- those whose newest body is 1.1's are re-created below with the names
+-- changed and nothing else.  Statements this script runs before the move
+-- (the DO blocks above) use the old names.
+ALTER FUNCTION ordering.grant_privileges(regrole, text[]) SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.create_sequencing_triggers(regclass, name, name, text)
+    SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.reconcile_check_arguments(integer, text) SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.reconcile_check_stream(text, text[]) SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.reconcile_producer_resources(text, text, text[])
+    SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.count_reconciled(text, bigint, bigint, bigint)
+    SET SCHEMA ordering_internal;
+-- the sources of the views ordering.stats, ordering.stream_stats and
+-- ordering.open_gaps
+ALTER FUNCTION ordering.consumer_statistics() SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.stream_statistics() SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.stats_reset_time() SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.gap_deadline() SET SCHEMA ordering_internal;
+COMMENT ON FUNCTION ordering_internal.consumer_statistics() IS
+    'Internal to the view ordering.stats: committed-work counters of the consumers of the current database, from shared memory';
+-- the trigger of ordering.sequences and the event trigger that forgets
+-- dropped tables (still SECURITY DEFINER, with its search_path pinned)
+ALTER FUNCTION ordering.sequences_load() SET SCHEMA ordering_internal;
+ALTER FUNCTION ordering.forget_dropped_tables() SET SCHEMA ordering_internal;
+-- 1.1 left it executable by PUBLIC; a trigger fires without EXECUTE, and
+-- nobody calls it
+REVOKE EXECUTE ON FUNCTION ordering_internal.sequences_load() FROM PUBLIC;
+
+-- The 1.0 statistics functions, kept in 1.1 for dashboards that read them:
+-- the views ordering.stats and ordering.stream_stats have the same columns
+-- and more.  metric_label_value() escaped label values for the metrics()
+-- of 1.1; nothing calls it since metrics() reads the metric definitions
+-- (ordering_internal.metric_label_set()).
+DROP FUNCTION ordering.consumer_counters();
+DROP FUNCTION ordering.stream_counters();
+DROP FUNCTION ordering.metric_label_value(text);
+
+-- One deliver() through a handler, as deliver_batch(): on_error defaults to
+-- 'raise', which is what the 5-argument form did.  The handler has no
+-- default: deliver(consumer, resource_id, seq, payload) without one is the
+-- table form, whose result differs, and a default would make that call
+-- ambiguous.  Roles that could execute the 5-argument form, through the
+-- consumer set or granted by hand, get the 6-argument one first.
+DO $$
+DECLARE
+    grantee regrole;
+BEGIN
+    FOR grantee IN
+        SELECT DISTINCT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid OPERATOR(pg_catalog.=)
+               'ordering.deliver(text, text, bigint, jsonb, regprocedure)'::pg_catalog.regprocedure
+           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        EXECUTE pg_catalog.format(
+            'GRANT EXECUTE ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure, text) TO %s',
+            grantee);
+    END LOOP;
+END
+$$;
+DROP FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure);
+CREATE OR REPLACE FUNCTION ordering.deliver(consumer text, resource_id text, seq bigint,
+                                            payload jsonb, handler regprocedure,
+                                            on_error text DEFAULT 'raise')
+    RETURNS integer
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'ordering_deliver_handler';
+COMMENT ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure, text) IS
+    'Step consumers: like deliver(consumer, resource_id, seq, payload), but calls handler(resource_id text, seq bigint, payload jsonb) for each ready event in order and returns how many ran; with on_error => ''dead_letter'' a handler that fails (but for transient errors) makes its event the dead letter of the resource, blocking only that resource, and the call returns normally';
+
+-- Callers by name whose newest body is 1.1's, with the names of
+-- ordering_internal.
+CREATE OR REPLACE FUNCTION ordering.pre_restore() RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    -- load the library, which defines the setting
+    PERFORM ordering_internal.gap_deadline();
+    EXECUTE pg_catalog.format('ALTER DATABASE %I SET ordering.restoring = on',
+                              pg_catalog.current_database());
+    PERFORM pg_catalog.set_config('ordering.restoring', 'on', false);
+    RETURN true;
+END
+$$;
+
+-- Reconciliation, producer side (1.1; the consumer side is defined by the
+-- Citus section).
+CREATE OR REPLACE FUNCTION ordering.stream_summary(stream text DEFAULT 'ordering.outbox',
+                                                   buckets integer DEFAULT 1024,
+                                                   resource_prefix text DEFAULT NULL,
+                                                   event_types text[] DEFAULT NULL)
+    RETURNS TABLE (bucket integer, resources bigint, seq_sum numeric, fingerprint bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering_internal.reconcile_check_stream(stream, event_types);
+    PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
+    RETURN QUERY
+    SELECT ordering.resource_bucket(p.resource_id, buckets) AS b,
+           pg_catalog.count(*),
+           pg_catalog.sum(p.last_seq),
+           pg_catalog.bit_xor(ordering.resource_fingerprint(p.resource_id, p.last_seq))
+      FROM ordering_internal.reconcile_producer_resources(stream, resource_prefix, event_types) p
+     GROUP BY b
+     ORDER BY b;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ordering.reconcile(consumer_state jsonb, buckets integer,
+                                              bucket_list integer[],
+                                              stream text DEFAULT 'ordering.outbox',
+                                              resource_prefix text DEFAULT NULL,
+                                              event_types text[] DEFAULT NULL,
+                                              grace interval DEFAULT '5min',
+                                              dry_run boolean DEFAULT false)
+    RETURNS TABLE (resource_id text, "position" bigint, last_seq bigint, status text,
+                   republished bigint, in_flight bigint, purged bigint)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    stray text;
+    outbox boolean;
+    n_behind bigint := 0;
+    n_republished bigint := 0;
+    n_purged bigint := 0;
+BEGIN
+    IF consumer_state IS NULL OR bucket_list IS NULL OR grace IS NULL OR dry_run IS NULL THEN
+        RAISE EXCEPTION 'consumer_state, bucket_list, grace and dry_run must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM ordering_internal.reconcile_check_stream(stream, event_types);
+    PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
+    IF pg_catalog.jsonb_typeof(consumer_state) OPERATOR(pg_catalog.<>) 'array' THEN
+        RAISE EXCEPTION 'consumer_state must be a JSON array of the rows of ordering.consumer_state()'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF grace OPERATOR(pg_catalog.<) '0'::pg_catalog.interval THEN
+        RAISE EXCEPTION 'grace must not be negative, got %', grace
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Both sides must have looked at the same resources.
+    SELECT c.resource_id INTO stray
+      FROM pg_catalog.jsonb_to_recordset(consumer_state) AS c(resource_id text)
+     WHERE c.resource_id IS NULL
+        OR NOT ordering.resource_bucket(c.resource_id, buckets) OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
+        OR NOT (resource_prefix IS NULL OR pg_catalog.starts_with(c.resource_id, resource_prefix))
+     LIMIT 1;
+    IF FOUND AND stray IS NULL THEN
+        RAISE EXCEPTION 'every row of consumer_state needs a resource_id'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF FOUND THEN
+        RAISE EXCEPTION 'consumer_state lists resource % outside the buckets or the prefix given',
+            pg_catalog.quote_literal(stray)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass the same buckets, bucket list and resource prefix to ordering.consumer_state() and ordering.reconcile().';
+    END IF;
+    outbox := stream OPERATOR(pg_catalog.=) 'ordering.outbox';
+
+    FOR resource_id, "position", last_seq, status, republished, in_flight, purged IN
+    WITH c AS (
+        SELECT x.resource_id, x.position, x.parked_from,
+               x.parked_through, x.blocked_at
+          FROM pg_catalog.jsonb_to_recordset(consumer_state)
+               AS x(resource_id text, "position" bigint, parked_from bigint,
+                    parked_through bigint, blocked_at bigint)
+    ), p AS (
+        SELECT r.resource_id, r.last_seq
+          FROM ordering_internal.reconcile_producer_resources(stream, resource_prefix, event_types) r
+         WHERE ordering.resource_bucket(r.resource_id, buckets) OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
+    ), j AS (
+        SELECT COALESCE(c.resource_id, p.resource_id) AS resource_id,
+               COALESCE(c.position, 0) AS pos,
+               COALESCE(p.last_seq, 0) AS last_seq,
+               c.parked_from, c.parked_through,
+               CASE
+                   WHEN p.resource_id IS NULL THEN 'unknown'
+                   WHEN COALESCE(c.position, 0) OPERATOR(pg_catalog.=) p.last_seq THEN 'in_sync'
+                   WHEN COALESCE(c.position, 0) OPERATOR(pg_catalog.>) p.last_seq THEN 'ahead'
+                   WHEN c.blocked_at IS NOT NULL THEN 'blocked'
+                   ELSE 'behind'
+               END AS status
+          FROM c FULL JOIN p ON p.resource_id OPERATOR(pg_catalog.=) c.resource_id
+    ), ranges AS (
+        -- (position, lowest parked - 1] and (highest parked, last_seq]
+        SELECT j.resource_id, g.lo, g.hi
+          FROM j CROSS JOIN LATERAL (VALUES
+                   (j.pos, LEAST(COALESCE(j.parked_from OPERATOR(pg_catalog.-) 1, j.last_seq), j.last_seq)),
+                   (GREATEST(j.parked_through, j.pos), CASE WHEN j.parked_through IS NULL THEN 0 ELSE j.last_seq END)
+               ) AS g(lo, hi)
+         WHERE j.status OPERATOR(pg_catalog.=) 'behind' AND g.hi OPERATOR(pg_catalog.>) g.lo AND outbox
+    ), present AS (
+        -- the outbox rows in the ranges (any event type), and whether each
+        -- is one to send: of the types asked for, published before the grace
+        SELECT o.id, r.resource_id,
+               (event_types IS NULL OR o.event_type OPERATOR(pg_catalog.=) ANY (event_types)) AS wanted,
+               (o.published_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) grace)) AS sendable
+          FROM ranges r
+          JOIN ordering.outbox o
+            ON o.resource_id OPERATOR(pg_catalog.=) r.resource_id
+           AND o.seq OPERATOR(pg_catalog.>) r.lo
+           AND o.seq OPERATOR(pg_catalog.<=) r.hi
+    ), locked AS (
+        -- rows a relay holds are in flight: skipped, not waited for
+        SELECT o.id
+          FROM ordering.outbox o
+         WHERE NOT dry_run
+           AND o.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT present.id FROM present
+                                                        WHERE present.wanted AND present.sendable))
+           AND o.published_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) grace)
+           FOR UPDATE SKIP LOCKED
+    ), sent AS (
+        UPDATE ordering.outbox o SET published_at = NULL
+          FROM locked
+         WHERE o.id OPERATOR(pg_catalog.=) locked.id
+        RETURNING o.id
+    ), counts AS (
+        SELECT present.resource_id,
+               pg_catalog.count(*) AS rows_present,
+               pg_catalog.count(*) FILTER (WHERE present.wanted) AS rows_wanted,
+               pg_catalog.count(*) FILTER (WHERE present.wanted AND
+                   CASE WHEN dry_run THEN present.sendable ELSE sent.id IS NOT NULL END)
+                   AS rows_sent
+          FROM present
+          LEFT JOIN sent ON sent.id OPERATOR(pg_catalog.=) present.id
+         GROUP BY present.resource_id
+    ), span AS (
+        SELECT ranges.resource_id,
+               pg_catalog.sum(ranges.hi OPERATOR(pg_catalog.-) ranges.lo)::bigint AS seqs
+          FROM ranges
+         GROUP BY ranges.resource_id
+    )
+    SELECT j.resource_id::text, j.pos, j.last_seq, j.status,
+           CASE WHEN j.status OPERATOR(pg_catalog.=) 'behind' AND outbox
+                THEN COALESCE(counts.rows_sent, 0) END,
+           CASE WHEN j.status OPERATOR(pg_catalog.=) 'behind' AND outbox
+                THEN COALESCE(counts.rows_wanted, 0) OPERATOR(pg_catalog.-) COALESCE(counts.rows_sent, 0) END,
+           CASE WHEN j.status OPERATOR(pg_catalog.=) 'behind' AND outbox
+                THEN COALESCE(span.seqs, 0) OPERATOR(pg_catalog.-) COALESCE(counts.rows_present, 0) END
+      FROM j
+      LEFT JOIN counts ON counts.resource_id OPERATOR(pg_catalog.=) j.resource_id
+      LEFT JOIN span ON span.resource_id OPERATOR(pg_catalog.=) j.resource_id
+     ORDER BY j.resource_id
+    LOOP
+        IF status OPERATOR(pg_catalog.=) 'behind' THEN
+            n_behind := n_behind OPERATOR(pg_catalog.+) 1;
+            n_republished := n_republished OPERATOR(pg_catalog.+) COALESCE(republished, 0);
+            n_purged := n_purged OPERATOR(pg_catalog.+) COALESCE(purged, 0);
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+    PERFORM ordering_internal.count_reconciled(stream, n_behind,
+                                      CASE WHEN dry_run THEN 0 ELSE n_republished END,
+                                      n_purged);
+END
+$$;
+
+-- The consumer set (its body is 1.1's; the sections above set its comment):
+-- what moved keeps its grants, and the set names it where it is now, and
+-- the one deliver() through a handler.
+CREATE OR REPLACE FUNCTION ordering.grant_consumer(role regrole) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM ordering_internal.grant_privileges(role,
+        'EXECUTE ON FUNCTION ordering.apply_if_newer(text, text, bigint), '
+        'ordering.deliver(text, text, bigint, jsonb), '
+        'ordering.deliver(text, text, bigint, jsonb, regprocedure, text), '
+        'ordering.dead_letter(text, text, bigint, jsonb, text), '
+        'ordering.deliver_batch(text, text[], bigint[], jsonb[]), '
+        'ordering.deliver_batch(text, text[], bigint[], jsonb[], regprocedure, text), '
+        'ordering.apply_batch(text, text[], bigint[]), '
+        'ordering.position(text, text), ordering.newer_only(), '
+        -- reconciliation, consumer side
+        'ordering.consumer_summary(text, integer, text), '
+        'ordering.consumer_state(text, integer, integer[], text), '
+        'ordering_internal.reconcile_check_arguments(integer, text), '
+        'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint)',
+        'SELECT ON ordering.positions, ordering.gap_requests, ordering.parked, '
+        'ordering.dead_letter_events, ordering.dead_letters');
+END
+$$;
 
 -- (end of section)

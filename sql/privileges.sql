@@ -80,7 +80,7 @@ SELECT count(*) FROM ordering.stats;
 \echo :SQLSTATE
 SELECT ordering.grant_operator('regress_nobody');
 \echo :SQLSTATE
-SELECT ordering.grant_privileges('regress_nobody', 'SELECT ON ordering.positions');
+SELECT ordering_internal.grant_privileges('regress_nobody', 'SELECT ON ordering.positions');
 \echo :SQLSTATE
 RESET ROLE;
 REVOKE USAGE ON SCHEMA ordering FROM regress_nobody;

@@ -380,7 +380,7 @@ SELECT ordering.attach('gen', 'r', 's');
 -- nor a partition of one (as a tool that copies triggers to shards would
 -- make) refuses to count numbers of its own.
 CREATE TABLE shard_copy (resource_id text, seq bigint);
-SELECT ordering.create_sequencing_triggers('shard_copy', 'resource_id', 'seq', 'public.ev');
+SELECT ordering_internal.create_sequencing_triggers('shard_copy', 'resource_id', 'seq', 'public.ev');
 INSERT INTO shard_copy (resource_id) VALUES ('r');
 \echo :SQLSTATE
 DROP TABLE shard_copy;

@@ -261,7 +261,7 @@ SELECT m.l AS metrics_line
     OR (m.l LIKE 'ordering\_reconcile\_%' AND m.l LIKE '%{stream="rc-stream"}%')
  ORDER BY m.i;
 -- negative counts are refused
-SELECT ordering.count_reconciled('rc-stream', -1, 0, 0);
+SELECT ordering_internal.count_reconciled('rc-stream', -1, 0, 0);
 
 -------------------------------------------------------------------------------
 -- Bad arguments
@@ -334,7 +334,7 @@ SELECT * FROM ordering.stream_summary();
 SELECT * FROM ordering.consumer_summary('rc');
 SELECT * FROM ordering.consumer_state('rc', 4, '{0}');
 SELECT * FROM ordering.reconcile('[]', 4, '{0}');
-SELECT ordering.count_reconciled('ordering.outbox', 1, 0, 0);
+SELECT ordering_internal.count_reconciled('ordering.outbox', 1, 0, 0);
 SELECT * FROM ordering.check();
 RESET ROLE;
 REVOKE USAGE ON SCHEMA ordering FROM regress_rc_nobody;
@@ -347,13 +347,13 @@ CREATE ROLE regress_rc_consumer;
 GRANT USAGE ON SCHEMA ordering TO regress_rc_producer, regress_rc_consumer;
 GRANT EXECUTE ON FUNCTION ordering.resource_bucket(text, integer),
     ordering.resource_fingerprint(text, bigint),
-    ordering.reconcile_check_arguments(integer, text)
+    ordering_internal.reconcile_check_arguments(integer, text)
     TO regress_rc_producer, regress_rc_consumer;
-GRANT EXECUTE ON FUNCTION ordering.reconcile_check_stream(text, text[]),
-    ordering.reconcile_producer_resources(text, text, text[]),
+GRANT EXECUTE ON FUNCTION ordering_internal.reconcile_check_stream(text, text[]),
+    ordering_internal.reconcile_producer_resources(text, text, text[]),
     ordering.stream_summary(text, integer, text, text[]),
     ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean),
-    ordering.count_reconciled(text, bigint, bigint, bigint)
+    ordering_internal.count_reconciled(text, bigint, bigint, bigint)
     TO regress_rc_producer;
 GRANT SELECT ON ordering.sequences TO regress_rc_producer;
 GRANT SELECT, UPDATE ON ordering.outbox TO regress_rc_producer;
@@ -378,7 +378,8 @@ SELECT * FROM ordering.consumer_summary('rc');
 RESET ROLE;
 REVOKE ALL ON ordering.sequences, ordering.outbox, ordering.positions, ordering.parked,
     ordering.dead_letter_events FROM regress_rc_producer, regress_rc_consumer;
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ordering FROM regress_rc_producer, regress_rc_consumer;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ordering, ordering_internal
+    FROM regress_rc_producer, regress_rc_consumer;
 REVOKE USAGE ON SCHEMA ordering FROM regress_rc_producer, regress_rc_consumer;
 DROP ROLE regress_rc_producer, regress_rc_consumer;
 

@@ -8,7 +8,7 @@ DELETE FROM ordering.gap_requests;
 SELECT ordering.stats_reset();
 SELECT count(*) FROM ordering.stats;
 SELECT count(*) FROM ordering.stream_stats;
-SELECT ordering.stats_reset_time() <= now() AS reset_in_the_past;
+SELECT ordering_internal.stats_reset_time() <= now() AS reset_in_the_past;
 
 -- sequences assigned per stream: committed ones only
 CREATE TABLE stats_outbox (id bigserial PRIMARY KEY, account text NOT NULL,
@@ -70,7 +70,7 @@ INSERT INTO ordering.parked (consumer, resource_id, seq, payload) VALUES
     (E'we"ird\\name\nwith newline', 'r1', 9, '{}');
 SELECT consumer, events_consumed, events_parked, gaps_escalated, parked_current,
        reorder_distance_buckets, reorder_distance_bounds,
-       stats_reset = ordering.stats_reset_time() AS stats_reset_ok
+       stats_reset = ordering_internal.stats_reset_time() AS stats_reset_ok
   FROM ordering.stats ORDER BY consumer;
 
 -- the Prometheus text: label values escaped, HELP and TYPE once per family

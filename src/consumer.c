@@ -782,8 +782,8 @@ ordering_deliver(PG_FUNCTION_ARGS)
 
 /*
  * ordering.deliver(consumer text, resource_id text, seq bigint,
- *					payload jsonb, handler regprocedure
- *					[, on_error text]) returns integer
+ *					payload jsonb, handler regprocedure,
+ *					on_error text DEFAULT 'raise') returns integer
  *
  * The same decision as deliver(); calls the handler for each ready event in
  * order and returns how many ran.  With on_error => 'dead_letter' a handler

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * gaps.c
- *	  Gap escalation: ordering.sweep_gaps() and ordering.gap_deadline().
+ *	  Gap escalation: ordering.sweep_gaps() and
+ *	  ordering_internal.gap_deadline().
  *
  * A gap is open when a (consumer, resource) has parked events whose lowest
  * seq is above position + 1.  The view ordering.open_gaps lists the gaps
@@ -267,7 +268,8 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 }
 
 /*
- * ordering.gap_deadline() returns interval: the current ordering.gap_deadline.
+ * ordering_internal.gap_deadline() returns interval: the current
+ * ordering.gap_deadline (the setting).
  */
 Datum
 ordering_gap_deadline_interval(PG_FUNCTION_ARGS)

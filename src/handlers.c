@@ -115,7 +115,8 @@ handler_lookup(FunctionCallInfo fcinfo, int argno)
 
 /*
  * The on_error argument in argno: true for 'dead_letter', false for
- * 'raise'; anything else is refused.
+ * 'raise'; anything else is refused.  Absent ('raise') in the 5-argument
+ * deliver() of a database not yet updated to 1.2.
  */
 bool
 handler_dead_lettering(FunctionCallInfo fcinfo, int argno)

@@ -470,7 +470,9 @@ known_check(const OwnedTableDef *def, const char *ccname, bool by_relid)
 /*
  * Triggers other than the extension's own, rules, row-level security, and
  * CHECK constraints the install did not make: their meaning lives in the
- * executor, which this layer does not run.
+ * executor, which this layer does not run.  The functions of our triggers
+ * are in schema ordering (sequences_load until the 1.2 update script moves
+ * it, at its end) or ordering_internal.
  */
 static void
 check_executor_features(Relation rel, const OwnedTableDef *def, bool by_relid)

@@ -49,10 +49,10 @@
  * index waits), and looks again: the row is then there to update (or gone,
  * if the inserter rolled back).  The key lock only orders creators of one
  * key among themselves; every creator of rows in our keyed tables goes
- * through here (statement-level inserts included: ordering.sequences_load),
- * so the unique index never raises on a race.  A key lock is an
- * advisory-class lock with a field4 of our own (0x4F00 + the table), so it
- * never collides with users' advisory locks.
+ * through here (statement-level inserts included:
+ * ordering_internal.sequences_load), so the unique index never raises on a
+ * race.  A key lock is an advisory-class lock with a field4 of our own
+ * (0x4F00 + the table), so it never collides with users' advisory locks.
  *
  * Overwriting our own version in place
  *

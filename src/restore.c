@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * restore.c
- *	  Loading counter rows: ordering.sequences_load(), the trigger through
- *	  which every row inserted into ordering.sequences by a statement goes.
+ *	  Loading counter rows: ordering_internal.sequences_load(), the trigger
+ *	  through which every row inserted into ordering.sequences by a statement
+ *	  goes.
  *
  * pg_dump dumps ordering.sequences, and pg_restore loads it with COPY, in a
  * database where producing may already have created counters (a data-only
@@ -52,12 +53,12 @@ PG_FUNCTION_INFO_V1(ordering_seed_counters);
 #define SEED_FETCH			1000
 
 static const TriggerProtocol sequences_load_protocol = {
-	"ordering.sequences_load()", TRIGGER_EVENT_INSERT, false, 0, 0, "()",
+	"ordering_internal.sequences_load()", TRIGGER_EVENT_INSERT, false, 0, 0, "()",
 	"It belongs on ordering.sequences, where the extension installs it."
 };
 
 /*
- * ordering.sequences_load(): BEFORE INSERT FOR EACH ROW on
+ * ordering_internal.sequences_load(): BEFORE INSERT FOR EACH ROW on
  * ordering.sequences (file header).
  */
 Datum

@@ -46,9 +46,9 @@
  * number rolls back.
  *
  * Reconciliation (1.1): ordering.reconcile() reports what it found and did
- * through ordering.count_reconciled(), counted per stream at commit like
- * the sequence numbers assigned (a stream's pending counters keep them in
- * the slots STREAM_*).
+ * through ordering_internal.count_reconciled(), counted per stream at
+ * commit like the sequence numbers assigned (a stream's pending counters
+ * keep them in the slots STREAM_*).
  *
  * Locking protocol:
  *	- StatsShared->lock (an LWLock of tranche "ordering_stats") protects the
@@ -499,8 +499,8 @@ ordering_stats_sequence_assigned(const char *stream)
 }
 
 /*
- * ordering.count_reconciled(stream text, behind bigint, republished bigint,
- * purged bigint) returns void
+ * ordering_internal.count_reconciled(stream text, behind bigint,
+ * republished bigint, purged bigint) returns void
  *
  * What one ordering.reconcile() call found and did in a stream: resources
  * behind, events republished, missing events no longer in the outbox.
@@ -1175,19 +1175,20 @@ check_preloaded(void)
 }
 
 /*
- * Columns of ordering.consumer_statistics(): the name, the events up to
- * GAP_ESCALATED, the buckets, their sum, then the events added in 1.1.
- * ordering.consumer_counters() (1.0) is the same function with the first
+ * Columns of ordering_internal.consumer_statistics(): the name, the events
+ * up to GAP_ESCALATED, the buckets, their sum, then the events added in 1.1.
+ * ordering.consumer_counters() of 1.0 and 1.1 (dropped by 1.2, and still
+ * called by a database not yet updated) is the same function with the first
  * CONSUMER_COLUMNS_1_0 of them.
  */
 #define CONSUMER_COLUMNS_1_0	(ORDERING_EVENT_GAP_ESCALATED + 4)
 #define CONSUMER_COLUMNS		(ORDERING_NUM_EVENTS + 3)
 
 /*
- * ordering.consumer_statistics() and ordering.consumer_counters(): the
- * counters of the consumers of the current database, one row each, buckets
- * not cumulative.  Fills as many columns as the caller's row type has (the
- * 1.0 function has fewer), in the order above.
+ * ordering_internal.consumer_statistics() and ordering.consumer_counters():
+ * the counters of the consumers of the current database, one row each,
+ * buckets not cumulative.  Fills as many columns as the caller's row type
+ * has (the 1.0 function has fewer), in the order above.
  */
 Datum
 ordering_consumer_counters(PG_FUNCTION_ARGS)
@@ -1241,18 +1242,19 @@ ordering_consumer_counters(PG_FUNCTION_ARGS)
 }
 
 /*
- * Columns of ordering.stream_statistics(): the name, sequence numbers
- * assigned, then those added in 1.1: supplied numbers refused, and what
- * reconciliation found and did.  ordering.stream_counters() (1.0) is the
- * same function with the first STREAM_COLUMNS_1_0 of them.
+ * Columns of ordering_internal.stream_statistics(): the name, sequence
+ * numbers assigned, then those added in 1.1: supplied numbers refused, and
+ * what reconciliation found and did.  ordering.stream_counters() of 1.0 and
+ * 1.1 (dropped by 1.2, and still called by a database not yet updated) is
+ * the same function with the first STREAM_COLUMNS_1_0 of them.
  */
 #define STREAM_COLUMNS_1_0		2
 #define STREAM_COLUMNS			6
 
 /*
- * ordering.stream_statistics() and ordering.stream_counters(): the counters
- * of the streams of the current database, one row each.  Fills as many
- * columns as the caller's row type has, in the order above.
+ * ordering_internal.stream_statistics() and ordering.stream_counters(): the
+ * counters of the streams of the current database, one row each.  Fills as
+ * many columns as the caller's row type has, in the order above.
  */
 Datum
 ordering_stream_counters(PG_FUNCTION_ARGS)
@@ -1297,7 +1299,7 @@ ordering_stream_counters(PG_FUNCTION_ARGS)
 }
 
 /*
- * ordering.stats_reset_time(): since when the counters count.
+ * ordering_internal.stats_reset_time(): since when the counters count.
  */
 Datum
 ordering_stats_reset_time(PG_FUNCTION_ARGS)

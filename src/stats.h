@@ -79,10 +79,10 @@
  * not at commit: it survives the abort (and a rolled-back savepoint).
  *
  * Reconciliation (1.1): each ordering.reconcile() call counts, per stream,
- * through the SQL function ordering.count_reconciled() (stats.c): the
- * resources it returns with status 'behind', dry runs included (what was
- * found is an observation), the events it made unpublished again (none in
- * a dry run), and the missing events it found no longer in the outbox
+ * through the SQL function ordering_internal.count_reconciled() (stats.c):
+ * the resources it returns with status 'behind', dry runs included (what
+ * was found is an observation), the events it made unpublished again (none
+ * in a dry run), and the missing events it found no longer in the outbox
  * (dry runs included).  A resource behind that a later call finds again is
  * counted again.  At commit, like the rest.
  */

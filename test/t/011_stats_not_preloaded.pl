@@ -50,7 +50,7 @@ is( $node->safe_psql('postgres', q{
 	  FROM ordering.reconcile('[]', 1, '{0}')}),
 	'r behind 2', 'reconciliation works (its count is a no-op)');
 is( $node->safe_psql('postgres',
-		q{SELECT ordering.count_reconciled('ordering.outbox', 1, 2, 0)}),
+		q{SELECT ordering_internal.count_reconciled('ordering.outbox', 1, 2, 0)}),
 	'', 'counting a reconciliation does nothing and raises nothing');
 is( $node->safe_psql('postgres',
 		q{SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'ordering%'}),

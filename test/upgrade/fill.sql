@@ -129,4 +129,10 @@ CREATE ROLE upgrade_monitor;
 CREATE ROLE upgrade_operator;
 SELECT ordering.grant_producer('upgrade_producer'), ordering.grant_consumer('upgrade_consumer'),
        ordering.grant_monitor('upgrade_monitor'), ordering.grant_operator('upgrade_operator');
+-- and a role granted only the 5-argument deliver() by hand: 1.2 replaces
+-- it with the 6-argument one, whose on_error has a default
+CREATE ROLE upgrade_handler_caller;
+GRANT USAGE ON SCHEMA ordering TO upgrade_handler_caller;
+GRANT EXECUTE ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure)
+    TO upgrade_handler_caller;
 GRANT CREATE ON SCHEMA public TO upgrade_producer;

@@ -127,14 +127,29 @@ SELECT ordering.attach('upgrade_role_outbox', 'r', 's');
 INSERT INTO upgrade_role_outbox (r) VALUES ('x'), ('x');
 SELECT upgrade_check.expect('producer: attach() and inserts number',
        (SELECT max(s) FROM upgrade_role_outbox), 2::bigint);
+SELECT upgrade_check.expect('producer: reconcile() runs what moved to ordering_internal',
+       (SELECT status FROM ordering.reconcile('[]', 1, '{0}', 'public.upgrade_role_outbox')),
+       'behind');
 RESET ROLE;
 SELECT upgrade_check.expect('consumer: no INSERT or DELETE on ordering.parked, no DELETE on ordering.gap_requests',
        has_table_privilege('upgrade_consumer', 'ordering.parked', 'INSERT')
        OR has_table_privilege('upgrade_consumer', 'ordering.parked', 'DELETE')
        OR has_table_privilege('upgrade_consumer', 'ordering.gap_requests', 'DELETE'), false);
+CREATE FUNCTION upgrade_check.handler(resource_id text, seq bigint, payload jsonb)
+    RETURNS void LANGUAGE sql AS 'SELECT';
 SET ROLE upgrade_consumer;
 SELECT upgrade_check.expect('consumer: deliver() works',
        (SELECT count(*) FROM ordering.deliver('upgrade-roles', 'r', 1, '{}')), 1::bigint);
+-- the one deliver() through a handler, called as the 5-argument form was
+SELECT upgrade_check.expect('consumer: deliver() through a handler works',
+       ordering.deliver('upgrade-handlers', 'h', 1, '{}', 'upgrade_check.handler(text,bigint,jsonb)'), 1);
+SELECT upgrade_check.expect('consumer: and with on_error',
+       ordering.deliver('upgrade-handlers', 'h', 2, '{}', 'upgrade_check.handler(text,bigint,jsonb)',
+                        on_error => 'dead_letter'), 1);
+RESET ROLE;
+SET ROLE upgrade_handler_caller;
+SELECT upgrade_check.expect('a role granted the 5-argument deliver() by hand may still call it',
+       ordering.deliver('upgrade-handlers', 'h', 3, '{}', 'upgrade_check.handler(text,bigint,jsonb)'), 1);
 RESET ROLE;
 SELECT upgrade_check.expect('operator: keeps the writes of ordering.gap_requests, not of ordering.parked',
        has_table_privilege('upgrade_operator', 'ordering.gap_requests', 'DELETE')
@@ -148,4 +163,6 @@ RESET ROLE;
 SET ROLE upgrade_monitor;
 SELECT upgrade_check.expect('monitor: metrics() works',
        ordering.metrics() LIKE '%ordering_events_consumed_total{consumer="upgrade-roles"} 1%', true);
+SELECT upgrade_check.expect('monitor: ordering.open_gaps reads',
+       (SELECT count(*) FROM ordering.open_gaps), 0::bigint);
 RESET ROLE;
