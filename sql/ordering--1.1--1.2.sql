@@ -2814,11 +2814,11 @@ $$;
 
 -- ------------------------------------------------------------------------
 -- The public surface: plumbing moved to ordering_internal, one deliver(),
--- the 1.0 aliases retired (last: every section above uses the 1.1 names)
+-- the 1.0 aliases retired (last: it moves what the sections above define)
 -- ------------------------------------------------------------------------
 
 -- What stays in schema ordering is what users call: the functions of the
--- contract (../shared/SPEC.md) with the grant sets, the batch forms,
+-- contract (docs/reference.md) with the grant sets, the batch forms,
 -- pre_restore()/post_restore(), the reconciliation functions and hashes
 -- docs/reference.md documents, resource_key(), wake_relays() and
 -- wait_for_standbys(); the trigger functions users' tables reference
