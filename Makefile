@@ -16,6 +16,7 @@ OBJS = \
 	src/owned.o \
 	src/owned_rows.o \
 	src/counters.o \
+	src/statement_counters.o \
 	src/resource_key.o \
 	src/provisional.o \
 	src/attached.o \
@@ -46,7 +47,7 @@ OBJS = \
 # statements.
 DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql sql/ordering--1.1--1.2.sql
 
-REGRESS = producer producer_sql restore_mode restore_sweep consumer dead_letters dead_letters_below \
+REGRESS = producer producer_sql bulk_producers restore_mode restore_sweep consumer dead_letters dead_letters_below \
 	gaps stats observability metrics search_path gaps_search_path privileges hot_paths bad_input reconcile \
 	check replicated batch batch_equivalence wakeup compat own_tables citus
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
@@ -54,7 +55,7 @@ REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 
 ISOLATION = producer_order keyed_reindex consumer_deliver consumer_apply consumer_newer_only gaps_sweep \
 	gaps_race owned_reindex owned_isolation producer_create reconcile_concurrent \
-	dead_letters_retry dead_letters_gaps batch_concurrent wakeup_notify
+	dead_letters_retry dead_letters_gaps batch_concurrent wakeup_notify bulk_concurrent
 # pg_isolation_regress reads specs/ and expected/ from --outputdir first, then
 # from --inputdir: the specs are linked into the output directory, so the
 # expected outputs come from the top-level expected/.

@@ -817,6 +817,16 @@ COMMENT ON FUNCTION ordering.claim_unpublished(integer, boolean, interval) IS
 -- Bulk producers
 -- ------------------------------------------------------------------------
 
+-- A statement that inserts many rows writes each resource's counter once,
+-- when it ends, and holds it in memory meanwhile (src/statement_counters.c):
+-- last_sequence() reads it there, which a SQL read of ordering.sequences
+-- cannot.  The same signature, errors, snapshot and privilege check.
+CREATE OR REPLACE FUNCTION ordering.last_sequence(stream text, resource_id text)
+    RETURNS bigint
+    LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'ordering_last_sequence';
+COMMENT ON FUNCTION ordering.last_sequence(text, text) IS
+    'Highest sequence number of (stream, resource) allocated and visible to the caller; 0 if none';
+
 -- (end of section)
 
 -- ------------------------------------------------------------------------
