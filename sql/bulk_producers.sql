@@ -192,6 +192,25 @@ $$;
 INSERT INTO bk (resource_id, body)
 SELECT 'p', bk_last('p')::text FROM generate_series(1, 4)
 RETURNING seq, body AS seen_before_it, ordering.last_sequence('public.bk', 'p') AS returning_sees;
+-- The privilege a SQL read of ordering.sequences needs is checked even when
+-- the number comes from memory: a role without SELECT on it is refused
+-- inside the statement, where its counter is held, as outside.
+CREATE ROLE regress_bk_no_select;
+GRANT USAGE ON SCHEMA ordering TO regress_bk_no_select;
+GRANT EXECUTE ON FUNCTION ordering.last_sequence(text, text) TO regress_bk_no_select;
+CREATE FUNCTION bk_last_no_select(r text) RETURNS bigint LANGUAGE sql
+    SECURITY DEFINER AS $$ SELECT ordering.last_sequence('public.bk', r) $$;
+ALTER FUNCTION bk_last_no_select(text) OWNER TO regress_bk_no_select;
+\set VERBOSITY sqlstate
+SELECT bk_last_no_select('p');
+INSERT INTO bk (resource_id, body)
+SELECT 'p', CASE WHEN g = 2 THEN bk_last_no_select('p')::text END
+  FROM generate_series(1, 2) g;
+\set VERBOSITY terse
+DROP FUNCTION bk_last_no_select(text);
+REVOKE ALL ON SCHEMA ordering FROM regress_bk_no_select;
+REVOKE ALL ON FUNCTION ordering.last_sequence(text, text) FROM regress_bk_no_select;
+DROP ROLE regress_bk_no_select;
 -- next_sequence() in the select list takes numbers between the rows'.
 INSERT INTO bk (resource_id, body)
 SELECT 'q', 'took ' || ordering.next_sequence('public.bk', 'q') FROM generate_series(1, 3)

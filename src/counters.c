@@ -395,17 +395,21 @@ counter_last(text *stream, text *resource)
 
 	snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() :
 		GetTransactionSnapshot();
-	if (pending_count > 0 &&
-		(pc = held_counter(InvalidOid, stream, resource, &relid, &hash)) != NULL &&
-		snapshot->curcid > pc->changed_cid)
-		return pc->last;
-
 	owned_open(OWNED_SEQUENCES, AccessShareLock, &orel);
+	/* the privilege the SQL read needed, wherever the answer comes from */
 	aclresult = pg_class_aclcheck(RelationGetRelid(orel.rel), GetUserId(),
 								  ACL_SELECT);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_TABLE,
 					   RelationGetRelationName(orel.rel));
+	if (pending_count > 0 &&
+		(pc = held_counter(InvalidOid, stream, resource, &relid, &hash)) != NULL &&
+		snapshot->curcid > pc->changed_cid)
+	{
+		owned_close(&orel);
+		return pc->last;
+	}
+
 	key[0] = PointerGetDatum(stream);
 	key[1] = PointerGetDatum(resource);
 	if (owned_fetch(&orel, key, snapshot, &row))
