@@ -654,6 +654,9 @@ ordering_next_sequence(PG_FUNCTION_ARGS)
 Datum
 ordering_last_sequence(PG_FUNCTION_ARGS)
 {
+	text	   *stream;
+	text	   *resource;
+
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -662,5 +665,16 @@ ordering_last_sequence(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("resource_id must not be null")));
-	PG_RETURN_INT64(counter_last(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1)));
+	stream = PG_GETARG_TEXT_PP(0);
+	resource = PG_GETARG_TEXT_PP(1);
+
+	/*
+	 * CITUS HOOK (branch citus-producer, src/citus.h): a distributed stream
+	 * keeps its counters next to its shards.  Its merge adds #include
+	 * "citus.h", an "int64 seq;" above, and here:
+	 *
+	 * if (citus_last_sequence(stream, resource, &seq)) PG_RETURN_INT64(seq);
+	 */
+
+	PG_RETURN_INT64(counter_last(stream, resource));
 }
