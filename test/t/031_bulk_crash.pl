@@ -77,18 +77,25 @@ sub check_after_restart
 }
 
 # Start the statement in a session of its own, and wait until it has
-# stored rows and sleeps (in its select list, or reading its program).
+# stored rows and sleeps: in its select list (wait event PgSleep), or, for
+# COPY, reading its program, which PostgreSQL 15 shows with no wait event:
+# there, until pg_stat_progress_copy counts the rows of the chunks read.
 sub start_interrupted
 {
-	my ($sql, $wait_event) = @_;
+	my ($sql, $paused) = @_;
 	my $victim = $node->background_psql('postgres', on_error_stop => 0);
 	my $pid = $victim->query_safe('SELECT pg_backend_pid()');
 	$victim->query_until(qr/started/, qq{\\echo started\n$sql;\n});
-	$node->poll_query_until('postgres', qq{
-		SELECT wait_event = '$wait_event' FROM pg_stat_activity WHERE pid = $pid})
+	$paused =~ s/PID/$pid/g;
+	$node->poll_query_until('postgres', $paused)
 	  or die "the bulk statement did not reach its pause";
 	return ($victim, $pid);
 }
+
+my $sleeping = q{SELECT wait_event = 'PgSleep' FROM pg_stat_activity WHERE pid = PID};
+# 20,000 rows of at most 12 bytes: 3 full 64 kB chunks are read, the rest
+# waits for the program's end
+my $copied = q{SELECT tuples_processed >= 10000 FROM pg_stat_progress_copy WHERE pid = PID};
 
 # Another producer of r7, which waits for the interrupted statement's lock.
 sub start_waiter
@@ -124,8 +131,8 @@ for my $round (1 .. 2)
 			$node->safe_psql('postgres', bulk_copy(2000));
 			$committed += 4000;
 			my ($victim, $pid) = $kind eq 'COPY'
-			  ? start_interrupted(bulk_copy(20000, 1), 'CopyFileRead')
-			  : start_interrupted(bulk_insert(20000, 15000), 'PgSleep');
+			  ? start_interrupted(bulk_copy(20000, 1), $copied)
+			  : start_interrupted(bulk_insert(20000, 15000), $sleeping);
 			my $waiter = start_waiter();
 
 			if ($how eq 'kill -9')
