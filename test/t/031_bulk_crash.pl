@@ -138,7 +138,10 @@ for my $round (1 .. 2)
 			if ($how eq 'kill -9')
 			{
 				my $offset = -s $node->logfile;
-				kill 'KILL', $pid;
+				# the backend's process group: a COPY's program (which
+				# holds the client's socket) dies with it, as the
+				# postmaster's own signals to a backend make it
+				kill '-KILL', $pid;
 				$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
 				$node->wait_for_log(qr/database system is ready to accept connections/, $offset);
 			}
