@@ -649,13 +649,15 @@ ordering_next_sequence(PG_FUNCTION_ARGS)
 
 /*
  * ordering.last_sequence(stream text, resource_id text) returns bigint: the
- * highest number allocated that the caller's snapshot sees (counters.c).
+ * highest number allocated that the caller's snapshot sees (counters.c; for a
+ * stream distributed by Citus, citus.c).
  */
 Datum
 ordering_last_sequence(PG_FUNCTION_ARGS)
 {
 	text	   *stream;
 	text	   *resource;
+	int64		seq;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -669,12 +671,11 @@ ordering_last_sequence(PG_FUNCTION_ARGS)
 	resource = PG_GETARG_TEXT_PP(1);
 
 	/*
-	 * CITUS HOOK (branch citus-producer, src/citus.h): a distributed stream
-	 * keeps its counters next to its shards.  Its merge adds #include
-	 * "citus.h", an "int64 seq;" above, and here:
-	 *
-	 * if (citus_last_sequence(stream, resource, &seq)) PG_RETURN_INT64(seq);
+	 * A distributed stream keeps its counters next to its shards (citus.c);
+	 * the executor checked EXECUTE on last_sequence(), as it wants.
 	 */
+	if (citus_last_sequence(stream, resource, &seq))
+		PG_RETURN_INT64(seq);
 
 	PG_RETURN_INT64(counter_last(stream, resource));
 }
