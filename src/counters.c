@@ -419,6 +419,48 @@ counter_last(text *stream, text *resource)
 }
 
 /*
+ * next_sequence() or last_sequence() of a stream whose counter table the
+ * caller cannot name (citus.c: a distributed stream, whose trigger holds
+ * the counter of a shard of it): true, with the next number taken or the
+ * last one, if a statement of this backend holds the counter of (stream,
+ * resource), else false.  The held counter is the truth (its row is behind
+ * it until the statement ends, and locked by us): an upsert or a read of the
+ * row would hand out a number again or miss some.  The last one follows
+ * counter_last()'s rule on snapshots.
+ */
+bool
+counter_next_held(text *stream, text *resource, int64 *seq)
+{
+	PendingCounter *pc;
+
+	if (pending_count == 0 ||
+		(pc = pending_find_any(stream, resource)) == NULL)
+		return false;
+	*seq = held_next(pc);
+	return true;
+}
+
+/*
+ * last_sequence()'s half of counter_next_held().
+ */
+bool
+counter_last_held(text *stream, text *resource, int64 *seq)
+{
+	PendingCounter *pc;
+	Snapshot	snapshot;
+
+	if (pending_count == 0 ||
+		(pc = pending_find_any(stream, resource)) == NULL)
+		return false;
+	snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() :
+		GetTransactionSnapshot();
+	if (snapshot->curcid <= pc->changed_cid)
+		return false;
+	*seq = pc->last;
+	return true;
+}
+
+/*
  * Rows that got numbers of (stream, resource) were stored: they count as
  * assigned, and the stream's relay wake-up is queued if armed.
  */

@@ -33,6 +33,8 @@ extern void counter_raise(text *stream, text *resource, int64 seq);
 extern bool counter_give_back_in(Oid counters, text *stream, text *resource,
 								 int64 seq);
 extern int64 counter_last(text *stream, text *resource);
+extern bool counter_next_held(text *stream, text *resource, int64 *seq);
+extern bool counter_last_held(text *stream, text *resource, int64 *seq);
 extern void counter_report_stored(text *stream, text *resource, int64 n);
 
 extern void counter_statement_begin(bool bulk);

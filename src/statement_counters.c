@@ -204,6 +204,35 @@ pending_find(Oid relid, text *stream, text *resource, uint32 hash)
 }
 
 /*
+ * The counter held for (stream, resource) in any counter table, or NULL:
+ * for a caller that cannot name the counter table (citus.c's next_sequence()
+ * of a distributed stream knows the distributed table, the trigger its
+ * shard).  A resource of a stream has one counter table at a time, so at
+ * most one matches.  A walk over every held counter: only for such callers.
+ */
+PendingCounter *
+pending_find_any(text *stream, text *resource)
+{
+	pendingtab_iterator iter;
+	PendingSlot *slot;
+
+	if (pending_count == 0)
+		return NULL;
+	pendingtab_start_iterate(pending_hash, &iter);
+	while ((slot = pendingtab_iterate(pending_hash, &iter)) != NULL)
+	{
+		PendingKey	key = *slot->key;
+
+		key.stream = stream;
+		key.resource = resource;
+		if (pending_key_equal(slot->key, &key))
+			return &((PendingEntry *) ((char *) slot->key -
+									   offsetof(PendingEntry, key)))->data;
+	}
+	return NULL;
+}
+
+/*
  * The entry of a counter.
  */
 static inline PendingEntry *

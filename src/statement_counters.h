@@ -43,6 +43,7 @@ extern int	pending_count;
 extern uint32 pending_key_hash(Oid relid, text *stream, text *resource);
 extern PendingCounter *pending_find(Oid relid, text *stream, text *resource,
 									uint32 hash);
+extern PendingCounter *pending_find_any(text *stream, text *resource);
 extern PendingCounter *pending_add(Oid relid, text *stream, text *resource,
 								   uint32 hash, int64 value);
 extern void pending_set(PendingCounter *pc, int64 value);
