@@ -16,6 +16,7 @@ OBJS = \
 	src/owned.o \
 	src/owned_rows.o \
 	src/counters.o \
+	src/statement_counters.o \
 	src/resource_key.o \
 	src/provisional.o \
 	src/attached.o \
@@ -49,7 +50,7 @@ OBJS = \
 # statements.
 DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql sql/ordering--1.1--1.2.sql
 
-REGRESS = producer producer_sql restore_mode restore_sweep consumer dead_letters dead_letters_below \
+REGRESS = producer producer_sql bulk_producers restore_mode restore_sweep consumer dead_letters dead_letters_below \
 	gaps stats observability metrics search_path gaps_search_path privileges hot_paths bad_input reconcile \
 	check replicated batch batch_equivalence wakeup compat own_tables citus citus_consumer surface
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
@@ -57,7 +58,7 @@ REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 
 ISOLATION = producer_order keyed_reindex consumer_deliver consumer_apply consumer_newer_only gaps_sweep \
 	gaps_race owned_reindex owned_isolation producer_create reconcile_concurrent \
-	dead_letters_retry dead_letters_gaps batch_concurrent wakeup_notify citus_consumer_route
+	dead_letters_retry dead_letters_gaps batch_concurrent wakeup_notify citus_consumer_route bulk_concurrent
 # pg_isolation_regress reads specs/ and expected/ from --outputdir first, then
 # from --inputdir: the specs are linked into the output directory, so the
 # expected outputs come from the top-level expected/.

@@ -8,10 +8,11 @@
 # ordering's trigger disabled (ALTER TABLE ... DISABLE TRIGGER, as
 # pg_restore --disable-triggers does); see bench/RESULTS.md, "Bulk loads".
 #
-#   bash bench/copy.sh [--callgrind] [--rows N] [--rounds R] [--out DIR] [variant ...]
+#   bash bench/copy.sh [--callgrind] [--rows N] [--resources K] [--rounds R]
+#                      [--out DIR] [variant ...]
 #
 # Default: timings.  A private server (bench/server.sh), ROWS rows (default
-# 1,000,000) over 10,000 resources per load, every variant once per round in
+# 1,000,000) over K resources (default 10,000) per load, every variant once per round in
 # rotating order, each from an empty table and no counters, after a VACUUM
 # and a CHECKPOINT; prints the median rows/s, its ratio to the variant's
 # baseline (copy_plain, insert_plain), the server CPU and the WAL per row,
@@ -45,8 +46,9 @@ while [ $# -gt 0 ]; do
 		--callgrind) callgrind=1; shift ;;
 		--rows) rows=$2; shift 2 ;;
 		--rounds) rounds=$2; shift 2 ;;
+		--resources) resources=$2; shift 2 ;;
 		--out) out=$2; shift 2 ;;
-		-h|--help) sed -n '3,26p' "$0"; exit 0 ;;
+		-h|--help) sed -n '3,27p' "$0"; exit 0 ;;
 		-*) echo "unknown option: $1 (try --help)" >&2; exit 2 ;;
 		*) variants+=("$1"); shift ;;
 	esac
@@ -192,7 +194,7 @@ mkdir -p "$out"
 	echo "machine: $(nproc) cores, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n1)," \
 		"$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
 	echo "server: $(psql_bench -Atc 'SELECT version()')"
-	echo "command: bench/copy.sh --rows $rows --rounds $rounds ${variants[*]}"
+	echo "command: bench/copy.sh --rows $rows --resources $resources --rounds $rounds ${variants[*]}"
 	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out/machine.txt"
 
@@ -227,7 +229,7 @@ for round in $(seq 1 "$rounds"); do
 done
 
 {
-	echo "medians over $rounds rounds of one $rows-row load each (median_tps = rows/s; cpu_us = server CPU per row):"
+	echo "medians over $rounds rounds of one $rows-row load over $resources resources each (median_tps = rows/s; cpu_us = server CPU per row):"
 	bash "$here/bench/table.sh" "$raw"
 	echo
 	echo "WAL bytes per row (median):"

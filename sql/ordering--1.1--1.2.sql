@@ -820,6 +820,12 @@ COMMENT ON FUNCTION ordering.claim_unpublished(integer, boolean, interval) IS
 -- Bulk producers
 -- ------------------------------------------------------------------------
 
+-- A statement that inserts many rows writes each resource's counter once,
+-- when it ends, and holds it in memory meanwhile (src/statement_counters.c):
+-- last_sequence() must read it there, which a SQL read of ordering.sequences
+-- cannot.  So last_sequence() becomes a C function; it is defined once, in
+-- section "Citus: producers" (which changes it too, and comes later).
+
 -- (end of section)
 
 -- ------------------------------------------------------------------------
@@ -1444,32 +1450,18 @@ COMMENT ON FUNCTION ordering_internal.last_distributed_sequence(text, text) IS
     'Internal to ordering.last_sequence(): the last number of a resource of a stream distributed by Citus, read on the node of its counter shard; NULL for a stream that is not distributed';
 GRANT EXECUTE ON FUNCTION ordering_internal.last_distributed_sequence(text, text) TO PUBLIC;
 
-CREATE OR REPLACE FUNCTION ordering.last_sequence(stream text, resource_id text) RETURNS bigint
-    LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    seq bigint;
-BEGIN
-    -- the same errors as next_sequence()
-    IF $1 IS NULL THEN
-        RAISE EXCEPTION 'stream must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF $2 IS NULL THEN
-        RAISE EXCEPTION 'resource_id must not be null' USING ERRCODE = 'not_null_violation';
-    END IF;
-    -- a stream distributed by Citus keeps its counters next to its shards
-    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-        seq := ordering_internal.last_distributed_sequence($1, $2);
-        IF seq IS NOT NULL THEN
-            RETURN seq;
-        END IF;
-    END IF;
-    RETURN COALESCE((SELECT s.last_seq FROM ordering.sequences s
-                      WHERE s.stream OPERATOR(pg_catalog.=) $1
-                        AND s.resource_id OPERATOR(pg_catalog.=) $2), 0);
-END
-$$;
+-- last_sequence() (defined here once; section "Bulk producers" needs it
+-- too): C (src/producer.c), the same signature, errors (it checks its NULL
+-- arguments itself: not STRICT), snapshot and privileges as 1.1's SQL read
+-- of ordering.sequences (SELECT on it checked), plus what a running bulk
+-- statement holds in memory (src/statement_counters.c), and for a stream
+-- distributed by Citus the read of its counter shard (src/citus.c, as
+-- last_distributed_sequence() above, which it no longer calls).
+CREATE OR REPLACE FUNCTION ordering.last_sequence(stream text, resource_id text)
+    RETURNS bigint
+    LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'ordering_last_sequence';
+COMMENT ON FUNCTION ordering.last_sequence(text, text) IS
+    'Highest sequence number of (stream, resource) allocated and visible to the caller; 0 if none';
 
 -- ordering.check() and ordering.post_restore() on the coordinator cover the
 -- distributed streams too (docs/citus.md): each is the hardening's function

@@ -123,6 +123,7 @@
 #include "utils/syscache.h"
 
 #include "citus.h"
+#include "counters.h"
 #include "ordering.h"
 
 PG_FUNCTION_INFO_V1(ordering_last_distributed_sequence);
@@ -530,6 +531,9 @@ citus_next_sequence(text *stream, text *resource, int64 *seq)
 
 	if (!OidIsValid(counters))
 		return false;
+	/* a statement of ours holds it: its row is behind (counters.c) */
+	if (counter_next_held(stream, resource, seq))
+		return true;
 	*seq = counter_statement(counters,
 							 "INSERT INTO %s AS c (stream, resource_id, last_seq) "
 							 "VALUES ($1, $2, 1) "
@@ -553,6 +557,8 @@ citus_last_sequence(text *stream, text *resource, int64 *seq)
 
 	if (!OidIsValid(counters))
 		return false;
+	if (counter_last_held(stream, resource, seq))
+		return true;
 	*seq = counter_statement(counters,
 							 "SELECT c.last_seq FROM %s c "
 							 " WHERE c.stream OPERATOR(pg_catalog.=) $1 "

@@ -2,7 +2,8 @@
  *
  * counters.c
  *	  The producer's counters in ordering.sequences: take the next number,
- *	  take an asserted one, raise one to restored history, give one back.
+ *	  take an asserted one, raise one to restored history, give one back,
+ *	  read the last one.
  *
  * Each counter is one row (stream, resource_id, last_seq), advanced in the
  * producer's own transaction through the storage layer (owned_rows.c has
@@ -19,34 +20,53 @@
  * Each function takes the counter table to advance ("counters"): InvalidOid
  * for ordering.sequences, or the OID of a counter shard of a stream that
  * Citus distributes (citus.c), a table of the same shape that the storage
- * layer opens by OID.  The rules above are the same in both.
+ * layer opens by OID.  The rules above and below are the same in both.
+ *
+ * Counters held by a statement (statement_counters.c), keyed by the OID of
+ * their counter table (ordering.sequences' own for InvalidOid).  A statement that
+ * may insert many rows writes each counter once: its first row of a
+ * resource takes its number from the counter row like any request (the
+ * row is written, and so locked until the transaction ends), the counter
+ * is then held in memory, and counter_statement_end() writes it with its
+ * final value when the statement ends.  While a counter is held, every
+ * request of this backend for it is answered from memory, so the row is
+ * written by nobody else meanwhile, and other transactions wait for its
+ * lock as they always did: numbers still follow commit order.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/snapmgr.h"
 
 #include "counters.h"
 #include "owned.h"
+#include "statement_counters.h"
 #include "stats.h"
+#include "wakeup.h"
 
 /* What a call asks of a counter */
 typedef enum CounterMode
 {
 	COUNTER_NEXT,				/* the next number */
 	COUNTER_RAISE,				/* at least "seq" (restored history) */
-	COUNTER_GIVE_BACK			/* from "seq" down to seq - 1 */
+	COUNTER_GIVE_BACK,			/* from "seq" down to seq - 1 */
+	COUNTER_SET					/* from "expected" to "seq" (a held counter) */
 } CounterMode;
 
 typedef struct CounterRequest
 {
 	CounterMode mode;
 	int64		seq;
+	int64		expected;		/* SET: the value the row must hold */
 	int64		previous;		/* out: the value before */
 	int64		result;			/* out: the value after */
 	bool		overflow;		/* out: NEXT found the counter at its maximum */
-	bool		not_last;		/* out: GIVE_BACK found another number above */
+	bool		not_last;		/* out: GIVE_BACK found another number above,
+								 * SET another value than expected */
 } CounterRequest;
 
 /* An error context naming the counter a call wants */
@@ -99,6 +119,12 @@ decide_counter(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 			else
 				req->not_last = true;
 			break;
+		case COUNTER_SET:
+			if (current == req->expected)
+				next = req->seq;
+			else
+				req->not_last = true;
+			break;
 	}
 	req->result = next;
 	if (next == current)
@@ -109,8 +135,7 @@ decide_counter(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 }
 
 /*
- * Run one request on the counter of (stream, resource) in "counters" (file
- * header).
+ * Run one request on the counter of (stream, resource).
  */
 static void
 counter_request(Oid counters, text *stream, text *resource,
@@ -142,28 +167,23 @@ counter_request(Oid counters, text *stream, text *resource,
 }
 
 /*
- * The next number of (stream, resource), in the caller's transaction.
+ * The counter of (stream, resource) in "counters" held by a statement, or
+ * NULL.  *relid (the cache's key: the counter table's OID) and *hash are
+ * set for pending_add().
  */
-int64
-counter_next_in(Oid counters, text *stream, text *resource)
+static PendingCounter *
+held_counter(Oid counters, text *stream, text *resource, Oid *relid,
+			 uint32 *hash)
 {
-	CounterRequest req = {COUNTER_NEXT};
-
-	counter_request(counters, stream, resource, &req);
-	if (req.overflow)
-		ereport(ERROR,
-				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-				 errmsg("sequence of resource \"%s\" in stream \"%s\" reached its maximum value",
-						text_to_cstring(resource), text_to_cstring(stream))));
-	return req.result;
+	*relid = OidIsValid(counters) ? counters :
+		owned_relid(OWNED_SEQUENCES);
+	*hash = pending_key_hash(*relid, stream, resource);
+	return pending_find(*relid, stream, resource, *hash);
 }
 
 /*
- * Take "seq" as the next number of (stream, resource): the caller asserted
- * it.  The counter is advanced first and checked after, once the row is
- * ours: only then is its value the truth (a concurrent producer may have
- * been about to roll back).  A mismatch raises 40001, and the statement's
- * rollback takes the advance back.
+ * Refuse a number the caller asserted, "previous" being the last number
+ * allocated (see counter_take_row()).
  *
  * The hint says what explains the mismatch.  A number behind the next one
  * is a concurrent producer's doing.  A number beyond it is not: no
@@ -174,18 +194,14 @@ counter_next_in(Oid counters, text *stream, text *resource)
  * the next one).  A function such as emit(), or a statement run inside one,
  * is never a restore.  A number below 1 is no sequence number at all.
  */
-void
-counter_expect_in(Oid counters, text *stream, text *resource, int64 seq,
-				  CounterSource source)
+static void
+refuse_asserted(text *stream, text *resource, int64 seq, int64 previous,
+				bool overflow, CounterSource source)
 {
-	CounterRequest req = {COUNTER_NEXT};
-	bool		beyond;
+	int64		next = overflow ? previous : previous + 1;
+	bool		beyond = !overflow && seq > next;
 	bool		restore;
 
-	counter_request(counters, stream, resource, &req);
-	if (!req.overflow && req.result == seq)
-		return;
-	beyond = !req.overflow && seq > req.result;
 	restore = source == COUNTER_SOURCE_COPY ||
 		(source == COUNTER_SOURCE_INSERT && beyond);
 	ordering_stats_sequence_conflict(text_to_cstring(stream));
@@ -193,9 +209,9 @@ counter_expect_in(Oid counters, text *stream, text *resource, int64 seq,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("expected sequence number " INT64_FORMAT " for resource \"%s\" in stream \"%s\", but the next is " INT64_FORMAT,
 					seq, text_to_cstring(resource), text_to_cstring(stream),
-					req.overflow ? req.previous : req.result),
+					next),
 			 errdetail("The last sequence number allocated is " INT64_FORMAT ".",
-					   req.previous),
+					   previous),
 			 seq < 1 ?
 			 errhint("Sequence numbers start at 1: assert the next one, or assert none (NULL) to be given it.") :
 			 restore ?
@@ -206,6 +222,109 @@ counter_expect_in(Oid counters, text *stream, text *resource, int64 seq,
 }
 
 /*
+ * Refuse the number after the largest.
+ */
+static void
+refuse_overflow(text *stream, text *resource)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+			 errmsg("sequence of resource \"%s\" in stream \"%s\" reached its maximum value",
+					text_to_cstring(resource), text_to_cstring(stream))));
+}
+
+/*
+ * The next number of a held counter.
+ */
+static int64
+held_next(PendingCounter *pc)
+{
+	if (pc->last == PG_INT64_MAX)
+		refuse_overflow(pc->stream, pc->resource);
+	pending_set(pc, pc->last + 1);
+	return pc->last;
+}
+
+/*
+ * The next number of (stream, resource), in the caller's transaction.
+ */
+int64
+counter_next_in(Oid counters, text *stream, text *resource)
+{
+	CounterRequest req = {COUNTER_NEXT};
+	PendingCounter *pc;
+	Oid			relid;
+	uint32		hash;
+
+	if (pending_count > 0 &&
+		(pc = held_counter(counters, stream, resource, &relid, &hash)) != NULL)
+		return held_next(pc);
+	counter_request(counters, stream, resource, &req);
+	if (req.overflow)
+		refuse_overflow(stream, resource);
+	return req.result;
+}
+
+/*
+ * The number of a row the sequencing trigger is numbering: the next one,
+ * or, if "asserted", "seq", which must be the next.  The counter is advanced
+ * first and checked after, once the row is ours: only then is its value
+ * the truth (a concurrent producer may have been about to roll back).  A
+ * mismatch raises 40001, and the statement's rollback takes the advance
+ * back; "source" says which statement supplied the number, for the hint
+ * (refuse_asserted()).
+ *
+ * A statement that holds counters holds this one from its first row on
+ * (file header).  A row known to be stored ("stored": nothing can skip it
+ * any more) is then counted with its counter and reported when the counter
+ * is written (*counted); the caller reports the others.
+ */
+int64
+counter_take_row_in(Oid counters, text *stream, text *resource,
+					bool asserted, int64 seq, CounterSource source,
+					bool stored, bool *counted)
+{
+	PendingCounter *pc = NULL;
+	bool		bulk = pending_statement_is_bulk();
+	Oid			relid = InvalidOid;
+	uint32		hash = 0;
+
+	if (pending_count > 0 || bulk)
+		pc = held_counter(counters, stream, resource, &relid, &hash);
+	if (pc == NULL)
+	{
+		CounterRequest req = {COUNTER_NEXT};
+
+		counter_request(counters, stream, resource, &req);
+		if (asserted && (req.overflow || req.result != seq))
+			refuse_asserted(stream, resource, seq, req.previous,
+							req.overflow, source);
+		if (req.overflow)
+			refuse_overflow(stream, resource);
+		if (bulk)
+			pc = pending_add(relid, stream, resource, hash, req.result);
+		if (pc == NULL)
+		{
+			*counted = false;
+			return req.result;
+		}
+	}
+	else
+	{
+		if (asserted && (pc->last == PG_INT64_MAX || pc->last + 1 != seq))
+			refuse_asserted(stream, resource, seq, pc->last,
+							pc->last == PG_INT64_MAX, source);
+		(void) held_next(pc);
+	}
+
+	/* its row lives as long as the counter's: report them together */
+	*counted = stored && pc->created_subid == GetCurrentSubTransactionId();
+	if (*counted)
+		pc->stored++;
+	return pc->last;
+}
+
+/*
  * Raise the counter of (stream, resource) to at least "seq": restored
  * history, a counter row loaded from a dump.  Never lowers it.
  */
@@ -213,7 +332,17 @@ void
 counter_raise(text *stream, text *resource, int64 seq)
 {
 	CounterRequest req = {COUNTER_RAISE, seq};
+	PendingCounter *pc;
+	Oid			relid;
+	uint32		hash;
 
+	if (pending_count > 0 &&
+		(pc = held_counter(InvalidOid, stream, resource, &relid, &hash)) != NULL)
+	{
+		if (seq > pc->last)
+			pending_set(pc, seq);
+		return;
+	}
 	counter_request(InvalidOid, stream, resource, &req);
 }
 
@@ -226,7 +355,223 @@ bool
 counter_give_back_in(Oid counters, text *stream, text *resource, int64 seq)
 {
 	CounterRequest req = {COUNTER_GIVE_BACK, seq};
+	PendingCounter *pc;
+	Oid			relid;
+	uint32		hash;
 
+	if (pending_count > 0 &&
+		(pc = held_counter(counters, stream, resource, &relid, &hash)) != NULL)
+	{
+		if (pc->last != seq)
+			return false;
+		pending_set(pc, seq - 1);
+		return true;
+	}
 	counter_request(counters, stream, resource, &req);
 	return !req.not_last;
+}
+
+/*
+ * The last number of (stream, resource) that the caller's snapshot sees: a
+ * SQL read of the row, as ordering.last_sequence() always was (the
+ * snapshot of the calling statement, the caller's privilege on
+ * ordering.sequences, predicate locks under SERIALIZABLE), except that a
+ * counter held by a statement is read from memory by every snapshot that
+ * would have seen its writes: those taken after the command that last
+ * changed it.
+ */
+int64
+counter_last(text *stream, text *resource)
+{
+	Snapshot	snapshot;
+	PendingCounter *pc;
+	Oid			relid;
+	uint32		hash;
+	OwnedRel	orel;
+	OwnedRow	row;
+	Datum		key[2];
+	AclResult	aclresult;
+	int64		last = 0;
+
+	snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() :
+		GetTransactionSnapshot();
+	owned_open(OWNED_SEQUENCES, AccessShareLock, &orel);
+	/* the privilege the SQL read needed, wherever the answer comes from */
+	aclresult = pg_class_aclcheck(RelationGetRelid(orel.rel), GetUserId(),
+								  ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_TABLE,
+					   RelationGetRelationName(orel.rel));
+	if (pending_count > 0 &&
+		(pc = held_counter(InvalidOid, stream, resource, &relid, &hash)) != NULL &&
+		snapshot->curcid > pc->changed_cid)
+	{
+		owned_close(&orel);
+		return pc->last;
+	}
+
+	key[0] = PointerGetDatum(stream);
+	key[1] = PointerGetDatum(resource);
+	if (owned_fetch(&orel, key, snapshot, &row))
+		last = DatumGetInt64(row.values[SEQUENCES_LAST_SEQ - 1]);
+	owned_close(&orel);
+	return last;
+}
+
+/*
+ * next_sequence() or last_sequence() of a stream whose counter table the
+ * caller cannot name (citus.c: a distributed stream, whose trigger holds
+ * the counter of a shard of it): true, with the next number taken or the
+ * last one, if a statement of this backend holds the counter of (stream,
+ * resource), else false.  The held counter is the truth (its row is behind
+ * it until the statement ends, and locked by us): an upsert or a read of the
+ * row would hand out a number again or miss some.  The last one follows
+ * counter_last()'s rule on snapshots.
+ */
+bool
+counter_next_held(text *stream, text *resource, int64 *seq)
+{
+	PendingCounter *pc;
+
+	if (pending_count == 0 ||
+		(pc = pending_find_any(stream, resource)) == NULL)
+		return false;
+	*seq = held_next(pc);
+	return true;
+}
+
+/*
+ * last_sequence()'s half of counter_next_held().
+ */
+bool
+counter_last_held(text *stream, text *resource, int64 *seq)
+{
+	PendingCounter *pc;
+	Snapshot	snapshot;
+
+	if (pending_count == 0 ||
+		(pc = pending_find_any(stream, resource)) == NULL)
+		return false;
+	snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() :
+		GetTransactionSnapshot();
+	if (snapshot->curcid <= pc->changed_cid)
+		return false;
+	*seq = pc->last;
+	return true;
+}
+
+/*
+ * Rows that got numbers of (stream, resource) were stored: they count as
+ * assigned, and the stream's relay wake-up is queued if armed.
+ */
+void
+counter_report_stored(text *stream, text *resource, int64 n)
+{
+	char	   *name = text_to_cstring(stream);
+	char	   *key = text_to_cstring(resource);
+
+	ordering_stats_sequence_assigned(name, n);
+	ordering_stats_hot_resource('s', name, key, n);
+	ordering_wakeup_stored(stream);
+	pfree(name);
+	pfree(key);
+}
+
+/*
+ * Write a held counter with its final value, and report its stored rows.
+ */
+static void
+write_held(PendingCounter *pc)
+{
+	if (pc->last != pc->written)
+	{
+		CounterRequest req = {COUNTER_SET, pc->last, pc->written};
+
+		Oid			counters = pc->relid == owned_relid(OWNED_SEQUENCES) ?
+		InvalidOid : pc->relid;
+
+		counter_request(counters, pc->stream, pc->resource, &req);
+		if (req.not_last)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the counter of resource \"%s\" in stream \"%s\" was changed while a statement held it",
+							text_to_cstring(pc->resource),
+							text_to_cstring(pc->stream)),
+					 errdetail("It holds " INT64_FORMAT " where the statement wrote " INT64_FORMAT ".",
+							   req.previous, pc->written),
+					 errhint("Do not write ordering.sequences with SQL while rows are being inserted.")));
+		pc->written = pc->last;
+	}
+	if (pc->stored > 0)
+	{
+		counter_report_stored(pc->stream, pc->resource, pc->stored);
+		pc->stored = 0;
+	}
+}
+
+/*
+ * A statement begins (provisional.c's hooks); "bulk" if it may insert more
+ * than one row, and so hold counters.
+ */
+void
+counter_statement_begin(bool bulk)
+{
+	pending_statement_begin(bulk);
+}
+
+/*
+ * The statement ended: write the counters it held, and the orphans of a
+ * failed statement whose error was caught without a rollback
+ * (statement_counters.c).
+ */
+void
+counter_statement_end(void)
+{
+	PendingCounter *pc;
+
+	while ((pc = pending_statement_take()) != NULL)
+	{
+		write_held(pc);
+		pending_forget(pc);
+	}
+	while ((pc = pending_orphan_take()) != NULL)
+	{
+		write_held(pc);
+		pending_forget(pc);
+	}
+	pending_statement_end();
+}
+
+/*
+ * The statement failed: the rollback that follows takes its counters back.
+ */
+void
+counter_statement_abandon(void)
+{
+	pending_statement_abandon();
+}
+
+/*
+ * Does a statement hold counters (or did a failed one leave some)?
+ */
+bool
+counter_any_held(void)
+{
+	return pending_count > 0;
+}
+
+/*
+ * Before commit or prepare: write what failed statements left held, if
+ * their error was caught without a rollback.
+ */
+void
+counter_before_commit(void)
+{
+	PendingCounter *pc;
+
+	while ((pc = pending_orphan_take()) != NULL)
+	{
+		write_held(pc);
+		pending_forget(pc);
+	}
 }

@@ -25,23 +25,28 @@ typedef enum CounterSource
  * counters.c); the forms without it use ordering.sequences.
  */
 extern int64 counter_next_in(Oid counters, text *stream, text *resource);
-extern void counter_expect_in(Oid counters, text *stream, text *resource,
-							  int64 seq, CounterSource source);
+extern int64 counter_take_row_in(Oid counters, text *stream, text *resource,
+								 bool asserted, int64 seq,
+								 CounterSource source, bool stored,
+								 bool *counted);
 extern void counter_raise(text *stream, text *resource, int64 seq);
 extern bool counter_give_back_in(Oid counters, text *stream, text *resource,
 								 int64 seq);
+extern int64 counter_last(text *stream, text *resource);
+extern bool counter_next_held(text *stream, text *resource, int64 *seq);
+extern bool counter_last_held(text *stream, text *resource, int64 *seq);
+extern void counter_report_stored(text *stream, text *resource, int64 n);
+
+extern void counter_statement_begin(bool bulk);
+extern void counter_statement_end(void);
+extern void counter_statement_abandon(void);
+extern bool counter_any_held(void);
+extern void counter_before_commit(void);
 
 static inline int64
 counter_next(text *stream, text *resource)
 {
 	return counter_next_in(InvalidOid, stream, resource);
-}
-
-static inline void
-counter_expect(text *stream, text *resource, int64 seq,
-			   CounterSource source)
-{
-	counter_expect_in(InvalidOid, stream, resource, seq, source);
 }
 
 static inline bool

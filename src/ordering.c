@@ -21,6 +21,7 @@
 #include "ordering.h"
 #include "provisional.h"
 #include "standbys.h"
+#include "statement_counters.h"
 #include "stats.h"
 
 PG_MODULE_MAGIC;
@@ -170,6 +171,7 @@ _PG_init(void)
 
 	define_settings();
 	provisional_init();
+	pending_init();
 	ordering_stats_init();
 	if (ordering_preloaded)
 		ordering_worker_register();

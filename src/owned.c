@@ -748,6 +748,18 @@ owned_open_relid(OwnedTableId shape, Oid relid, LOCKMODE mode,
 }
 
 /*
+ * The OID of one of the tables, as last looked up: a key for caches, not a
+ * table the caller may use without owned_open().
+ */
+Oid
+owned_relid(OwnedTableId id)
+{
+	Oid			relid = owned_state[id].relid;
+
+	return OidIsValid(relid) ? relid : owned_lookup(owned_defs[id].relname);
+}
+
+/*
  * The table's primary key, opened with the table's lock mode on first use.
  * Its OID comes from the relcache entry of the open table and is checked
  * again once the index is locked (file header).

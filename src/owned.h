@@ -156,6 +156,7 @@ extern void owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel);
 extern void owned_open_relid(OwnedTableId shape, Oid relid, LOCKMODE mode,
 							 OwnedRel *orel);
 extern Oid	owned_redirect(OwnedTableId id, Oid relid);
+extern Oid	owned_relid(OwnedTableId id);
 extern Relation owned_pk(OwnedRel *orel);
 extern void owned_close(OwnedRel *orel);
 extern void owned_prevent_write(const char *what);

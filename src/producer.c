@@ -75,6 +75,7 @@ PG_FUNCTION_INFO_V1(ordering_sequence_stored);
 PG_FUNCTION_INFO_V1(ordering_sequence_stored_trigger);
 PG_FUNCTION_INFO_V1(ordering_sequence_guard);
 PG_FUNCTION_INFO_V1(ordering_next_sequence);
+PG_FUNCTION_INFO_V1(ordering_last_sequence);
 
 static const TriggerProtocol sequence_trigger_protocol = {
 	"ordering.sequence_trigger()", TRIGGER_EVENT_INSERT, false, 2, 4,
@@ -135,21 +136,44 @@ trigger_stream(TriggerData *trigdata)
 }
 
 /*
- * Read what a sequencing trigger needs from a row (tuple) of the trigger's
- * relation.
+ * What read_row() learns of a trigger and its relation, once per statement:
+ * kept in the trigger function's fn_extra, since the executor keeps one
+ * FmgrInfo per trigger of each result relation for the statement, whose
+ * lock keeps the columns and the triggers as they are.
  */
-static void
-read_row(TriggerData *trigdata, const TriggerProtocol *protocol,
-		 HeapTuple tuple, SequencedRow *row)
+typedef struct TriggerShape
+{
+	Oid			tgoid;			/* the trigger and relation it is for */
+	Oid			relid;
+	AttrNumber	resattno;
+	AttrNumber	seqattno;
+	Oid			restype;
+	bool		key_is_value;	/* the resource's value is its key */
+	text	   *stream;
+	bool		checked;		/* attached_check() passed, and said: */
+	AttachedTable table;
+} TriggerShape;
+
+/*
+ * The shape of the trigger being called (see TriggerShape).
+ */
+static TriggerShape *
+trigger_shape(FmgrInfo *flinfo, TriggerData *trigdata,
+			  const TriggerProtocol *protocol)
 {
 	Relation	rel = trigdata->tg_relation;
-	TupleDesc	desc = RelationGetDescr(rel);
 	char	  **args = trigdata->tg_trigger->tgargs;
-	Form_pg_attribute resatt = ordering_trigger_column(rel, args[0], protocol);
-	Form_pg_attribute seqatt = ordering_trigger_column(rel, args[1], protocol);
-	Datum		resource;
-	bool		isnull;
+	TriggerShape *shape = (TriggerShape *) flinfo->fn_extra;
+	Form_pg_attribute resatt;
+	Form_pg_attribute seqatt;
+	MemoryContext old;
 
+	if (shape != NULL && shape->tgoid == trigdata->tg_trigger->tgoid &&
+		shape->relid == RelationGetRelid(rel))
+		return shape;
+
+	resatt = ordering_trigger_column(rel, args[0], protocol);
+	seqatt = ordering_trigger_column(rel, args[1], protocol);
 	if (seqatt->atttypid != INT8OID)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -162,20 +186,113 @@ read_row(TriggerData *trigdata, const TriggerProtocol *protocol,
 						resatt->attgenerated != '\0' ? args[0] : args[1],
 						RelationGetRelationName(rel)),
 				 errdetail("A generated column has no value yet when a BEFORE trigger runs.")));
-	row->stream = trigger_stream(trigdata);
-	row->resattno = resatt->attnum;
-	row->seqattno = seqatt->attnum;
 
-	resource = heap_getattr(tuple, row->resattno, desc, &isnull);
+	old = MemoryContextSwitchTo(flinfo->fn_mcxt);
+	shape = palloc(sizeof(TriggerShape));
+	shape->tgoid = trigdata->tg_trigger->tgoid;
+	shape->relid = RelationGetRelid(rel);
+	shape->resattno = resatt->attnum;
+	shape->seqattno = seqatt->attnum;
+	shape->restype = resatt->atttypid;
+	shape->key_is_value = ordering_resource_key_is_value(resatt->atttypid);
+	shape->stream = trigger_stream(trigdata);
+	shape->checked = false;
+	MemoryContextSwitchTo(old);
+	flinfo->fn_extra = shape;
+	return shape;
+}
+
+/*
+ * A row of the trigger's relation deformed once, when the trigger will
+ * form it again with its number: its values (in buf when they fit).
+ */
+typedef struct DeformedRow
+{
+	Datum	   *values;
+	bool	   *nulls;
+	Datum		values_buf[32];
+	bool		nulls_buf[32];
+} DeformedRow;
+
+/*
+ * Read what a sequencing trigger needs from a row (tuple) of the trigger's
+ * relation; from its deformed values if "deformed" is given.
+ */
+static void
+read_row(TriggerShape *shape, TriggerData *trigdata, HeapTuple tuple,
+		 DeformedRow *deformed, SequencedRow *row)
+{
+	Relation	rel = trigdata->tg_relation;
+	TupleDesc	desc = RelationGetDescr(rel);
+	Datum		resource;
+	bool		isnull;
+
+	row->stream = shape->stream;
+	row->resattno = shape->resattno;
+	row->seqattno = shape->seqattno;
+
+	if (deformed != NULL)
+	{
+		resource = deformed->values[row->resattno - 1];
+		isnull = deformed->nulls[row->resattno - 1];
+	}
+	else
+		resource = heap_getattr(tuple, row->resattno, desc, &isnull);
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("cannot sequence a row of relation \"%s\" whose resource column \"%s\" is null",
-						RelationGetRelationName(rel), args[0]),
+						RelationGetRelationName(rel),
+						trigdata->tg_trigger->tgargs[0]),
 				 errdetail("Sequence numbers are counted per resource: a row without a resource has none to take a number from.")));
-	row->resource = ordering_resource_key_of(resource, resatt->atttypid);
-	row->seq = DatumGetInt64(heap_getattr(tuple, row->seqattno, desc,
-										  &row->seq_isnull));
+	row->resource = shape->key_is_value ? DatumGetTextPP(resource) :
+		ordering_resource_key_of(resource, shape->restype);
+	if (deformed != NULL)
+	{
+		row->seq = DatumGetInt64(deformed->values[row->seqattno - 1]);
+		row->seq_isnull = deformed->nulls[row->seqattno - 1];
+	}
+	else
+		row->seq = DatumGetInt64(heap_getattr(tuple, row->seqattno, desc,
+											  &row->seq_isnull));
+}
+
+/*
+ * Deform a row that will be formed again with its number (see DeformedRow).
+ */
+static void
+deform_row(HeapTuple tuple, TupleDesc desc, DeformedRow *deformed)
+{
+	if (desc->natts <= lengthof(deformed->values_buf))
+	{
+		deformed->values = deformed->values_buf;
+		deformed->nulls = deformed->nulls_buf;
+	}
+	else
+	{
+		deformed->values = palloc(desc->natts * sizeof(Datum));
+		deformed->nulls = palloc(desc->natts * sizeof(bool));
+	}
+	heap_deform_tuple(tuple, desc, deformed->values, deformed->nulls);
+}
+
+/*
+ * The row with its number: heap_modify_tuple_by_cols() on values deformed
+ * already.
+ */
+static HeapTuple
+numbered_row(HeapTuple tuple, TupleDesc desc, DeformedRow *deformed,
+			 AttrNumber seqattno, int64 seq)
+{
+	HeapTuple	newtuple;
+
+	deformed->values[seqattno - 1] = Int64GetDatum(seq);
+	deformed->nulls[seqattno - 1] = false;
+	newtuple = heap_form_tuple(desc, deformed->values, deformed->nulls);
+	newtuple->t_data->t_ctid = tuple->t_data->t_ctid;
+	newtuple->t_self = tuple->t_self;
+	newtuple->t_tableOid = tuple->t_tableOid;
+	return newtuple;
 }
 
 /*
@@ -230,35 +347,28 @@ refuse_while_restoring(const char *what)
 }
 
 /*
- * A row that got a number is stored: the number counts as assigned, and
- * the stream's relay wake-up is queued if armed.
+ * Give the row a number: the one it carries (asserted) or the next.  It stays
+ * provisional while the row may still be skipped (provisional.c), else it
+ * is as good as stored (were the statement to fail, its rollback would give
+ * the number back and forget the report), and reported now or, when the
+ * statement holds the counter, with it (counters.c).
  */
-static void
-report_stored(text *stream, text *resource)
+static int64
+number_row(const SequencedRow *row, const AttachedTable *table, bool asserted)
 {
-	char	   *name = text_to_cstring(stream);
-	char	   *key = text_to_cstring(resource);
+	bool		may_skip = provisional_row_may_be_skipped(table->later_trigger);
+	bool		counted;
+	int64		seq;
 
-	ordering_stats_sequence_assigned(name);
-	ordering_stats_hot_resource('s', name, key, 1);
-	ordering_wakeup_stored(stream);
-	pfree(name);
-	pfree(key);
-}
-
-/*
- * The row got number "seq": provisional while the row may still be skipped
- * (provisional.c), else as good as stored (were the statement to fail, its
- * rollback would give the number back and forget the report).
- */
-static void
-numbered(const SequencedRow *row, const AttachedTable *table, int64 seq)
-{
-	if (provisional_row_may_be_skipped(table->later_trigger))
+	seq = counter_take_row_in(table->counters, row->stream, row->resource,
+							  asserted, row->seq, counter_source(), !may_skip,
+							  &counted);
+	if (may_skip)
 		provisional_record(table->counters, row->stream, row->resource, seq,
 						   table->later_trigger);
-	else
-		report_stored(row->stream, row->resource);
+	else if (!counted)
+		counter_report_stored(row->stream, row->resource, 1);
+	return seq;
 }
 
 /*
@@ -268,16 +378,24 @@ Datum
 ordering_sequence_trigger(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
+	TriggerShape *shape;
 	HeapTuple	tuple;
+	DeformedRow deformed;
+	bool		asks;
 	SequencedRow row;
 	AttachedTable table;
-	Datum		seq;
-	bool		isnull = false;
-	int			column;
+	int64		seq;
 
 	ordering_trigger_check(fcinfo, &sequence_trigger_protocol);
 	tuple = trigdata->tg_trigtuple;
-	read_row(trigdata, &sequence_trigger_protocol, tuple, &row);
+	desc = RelationGetDescr(trigdata->tg_relation);
+	shape = trigger_shape(fcinfo->flinfo, trigdata, &sequence_trigger_protocol);
+	/* a row that asks for a number is formed again: deform it once */
+	asks = heap_attisnull(tuple, shape->seqattno, desc);
+	if (asks)
+		deform_row(tuple, desc, &deformed);
+	read_row(shape, trigdata, tuple, asks ? &deformed : NULL, &row);
 
 	/*
 	 * A restore loads rows that carry their numbers and touches no counter,
@@ -299,8 +417,14 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 		return PointerGetDatum(tuple);
 	}
 
-	attached_check(trigdata->tg_relation, trigdata->tg_trigger, row.stream,
-				   &table);
+	/* the statement's lock keeps the verdict (attached.c): once is enough */
+	if (!shape->checked)
+	{
+		attached_check(trigdata->tg_relation, trigdata->tg_trigger,
+					   row.stream, &shape->table);
+		shape->checked = true;
+	}
+	table = shape->table;
 	if (OidIsValid(table.counters))
 		citus_check_shard_range(trigdata->tg_relation, &table, row.resattno,
 								row.resource);
@@ -309,23 +433,17 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 
 	/* the rows before this one at this level are decided: settle them */
 	provisional_settle_level();
-	if (!row.seq_isnull)
+	if (!asks)
 	{
 		if (take_moving_row(&row))
 			return PointerGetDatum(tuple);
-		counter_expect_in(table.counters, row.stream, row.resource, row.seq,
-						  counter_source());
-		numbered(&row, &table, row.seq);
+		(void) number_row(&row, &table, true);
 		return PointerGetDatum(tuple);
 	}
 
-	seq = Int64GetDatum(counter_next_in(table.counters, row.stream,
-										row.resource));
-	numbered(&row, &table, DatumGetInt64(seq));
-	column = row.seqattno;
-	return PointerGetDatum(heap_modify_tuple_by_cols(tuple,
-													 RelationGetDescr(trigdata->tg_relation),
-													 1, &column, &seq, &isnull));
+	seq = number_row(&row, &table, false);
+	return PointerGetDatum(numbered_row(tuple, desc, &deformed, row.seqattno,
+										seq));
 }
 
 /*
@@ -343,7 +461,7 @@ ordering_sequence_stored(PG_FUNCTION_ARGS)
 
 	if (p != NULL)
 	{
-		report_stored(p->stream, p->resource);
+		counter_report_stored(p->stream, p->resource, 1);
 		if (p->check_stored)
 		{
 			provisional_await_check(p);
@@ -391,8 +509,9 @@ ordering_sequence_stored_trigger(PG_FUNCTION_ARGS)
 	check_companion_protocol(fcinfo);
 	sequencing = *trigdata;
 	sequencing.tg_trigger = attached_sequencing_trigger(trigdata->tg_relation);
-	read_row(&sequencing, &sequence_trigger_protocol, trigdata->tg_trigtuple,
-			 &row);
+	read_row(trigger_shape(fcinfo->flinfo, &sequencing,
+						   &sequence_trigger_protocol),
+			 &sequencing, trigdata->tg_trigtuple, NULL, &row);
 	if (!row.seq_isnull &&
 		provisional_check_stored(row.stream, row.resource, row.seq, &given_to))
 		return PointerGetDatum(NULL);
@@ -433,12 +552,13 @@ same_column(HeapTuple a, HeapTuple b, TupleDesc desc, AttrNumber attno)
  * is moving to another partition (file header).
  */
 static void
-arm_moving(TriggerData *trigdata)
+arm_moving(FmgrInfo *flinfo, TriggerData *trigdata)
 {
 	SequencedRow row;
 	MemoryContext old;
 
-	read_row(trigdata, &sequence_guard_protocol, trigdata->tg_trigtuple, &row);
+	read_row(trigger_shape(flinfo, trigdata, &sequence_guard_protocol),
+			 trigdata, trigdata->tg_trigtuple, NULL, &row);
 	if (row.seq_isnull)
 		return;
 	old = MemoryContextSwitchTo(TopMemoryContext);
@@ -473,7 +593,7 @@ ordering_sequence_guard(PG_FUNCTION_ARGS)
 	{
 		if (moving.updating_rel == RelationGetRelid(rel) &&
 			ItemPointerEquals(&moving.updating_tid, &trigdata->tg_trigtuple->t_self))
-			arm_moving(trigdata);
+			arm_moving(fcinfo->flinfo, trigdata);
 		moving.updating_rel = InvalidOid;
 		return PointerGetDatum(trigdata->tg_trigtuple);
 	}
@@ -521,8 +641,41 @@ ordering_next_sequence(PG_FUNCTION_ARGS)
 	/* a distributed stream's counter is on the node of its shard */
 	if (!citus_next_sequence(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1), &seq))
 		seq = counter_next(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1));
-	ordering_stats_sequence_assigned(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	ordering_stats_sequence_assigned(text_to_cstring(PG_GETARG_TEXT_PP(0)), 1);
 	ordering_stats_hot_resource('s', text_to_cstring(PG_GETARG_TEXT_PP(0)),
 								text_to_cstring(PG_GETARG_TEXT_PP(1)), 1);
 	PG_RETURN_INT64(seq);
+}
+
+/*
+ * ordering.last_sequence(stream text, resource_id text) returns bigint: the
+ * highest number allocated that the caller's snapshot sees (counters.c; for a
+ * stream distributed by Citus, citus.c).
+ */
+Datum
+ordering_last_sequence(PG_FUNCTION_ARGS)
+{
+	text	   *stream;
+	text	   *resource;
+	int64		seq;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("stream must not be null")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("resource_id must not be null")));
+	stream = PG_GETARG_TEXT_PP(0);
+	resource = PG_GETARG_TEXT_PP(1);
+
+	/*
+	 * A distributed stream keeps its counters next to its shards (citus.c);
+	 * the executor checked EXECUTE on last_sequence(), as it wants.
+	 */
+	if (citus_last_sequence(stream, resource, &seq))
+		PG_RETURN_INT64(seq);
+
+	PG_RETURN_INT64(counter_last(stream, resource));
 }

@@ -287,14 +287,36 @@ plan_may_skip(PlannedStmt *stmt)
 }
 
 /*
+ * May a statement insert more than one row?  All but an INSERT of a single
+ * VALUES row (a ModifyTable over a Result that reads nothing), which is
+ * what a producer that emits one event per statement runs.
+ */
+static bool
+plan_is_bulk(PlannedStmt *stmt)
+{
+	Plan	   *source;
+
+	if (stmt->commandType == CMD_SELECT && !stmt->hasModifyingCTE)
+		return false;
+	if (stmt->commandType != CMD_INSERT || !IsA(stmt->planTree, ModifyTable) ||
+		stmt->subplans != NIL)
+		return true;
+	source = outerPlan(stmt->planTree);
+	return source == NULL || !IsA(source, Result) || outerPlan(source) != NULL;
+}
+
+/*
  * Run a statement's rows (body) at a level of their own, knowing whether
- * the statement may skip them; once it has run, they are decided.
+ * the statement may skip them and whether it may insert more than one
+ * (bulk: it may then hold counters, counters.c); once it has run, they are
+ * decided, and the counters it held are written.
  */
 static void
-run_statement(bool may_skip, void (*body) (void *), void *arg)
+run_statement(bool may_skip, bool bulk, void (*body) (void *), void *arg)
 {
 	bool		outer_may_skip = statement_may_skip;
 
+	counter_statement_begin(bulk);
 	statement_level++;
 	statement_may_skip = may_skip;
 	PG_TRY();
@@ -302,9 +324,11 @@ run_statement(bool may_skip, void (*body) (void *), void *arg)
 		body(arg);
 		if (provisionals != NIL)
 			give_back(statement_level);
+		counter_statement_end();
 	}
 	PG_CATCH();
 	{
+		counter_statement_abandon();
 		statement_level--;
 		statement_may_skip = outer_may_skip;
 		PG_RE_THROW();
@@ -357,7 +381,8 @@ provisional_ExecutorRun(ORDERING_EXECUTOR_RUN_PARAMS)
 {
 	ExecutorRunArgs a = {ORDERING_EXECUTOR_RUN_ARGS};
 
-	run_statement(plan_may_skip(queryDesc->plannedstmt), executor_run, &a);
+	run_statement(plan_may_skip(queryDesc->plannedstmt),
+				  plan_is_bulk(queryDesc->plannedstmt), executor_run, &a);
 }
 
 static void
@@ -377,7 +402,8 @@ executor_finish(void *arg)
 static void
 provisional_ExecutorFinish(QueryDesc *queryDesc)
 {
-	run_statement(plan_may_skip(queryDesc->plannedstmt), executor_finish,
+	run_statement(plan_may_skip(queryDesc->plannedstmt),
+				  plan_is_bulk(queryDesc->plannedstmt), executor_finish,
 				  queryDesc);
 }
 
@@ -423,7 +449,8 @@ provisional_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	queryEnv, dest, qc};
 
 	if (IsA(pstmt->utilityStmt, CopyStmt))
-		run_statement(false, process_utility, &a);
+		run_statement(false, ((CopyStmt *) pstmt->utilityStmt)->is_from,
+					  process_utility, &a);
 	else
 		process_utility(&a);
 }
@@ -439,10 +466,12 @@ provisional_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PRE_PREPARE:
-			if (provisionals != NIL)
+			if (provisionals != NIL || counter_any_held())
 			{
 				PushActiveSnapshot(GetTransactionSnapshot());
-				give_back(-1);
+				if (provisionals != NIL)
+					give_back(-1);
+				counter_before_commit();
 				PopActiveSnapshot();
 			}
 			break;

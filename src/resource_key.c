@@ -213,6 +213,18 @@ float_zero(Datum value, Oid base)
 }
 
 /*
+ * Is a value of this type its own key (ordering_resource_key_of() returns
+ * the value itself)?  Callers that key many values of one type ask once.
+ */
+bool
+ordering_resource_key_is_value(Oid typid)
+{
+	Oid			base = getBaseType(typid);
+
+	return base == TEXTOID || base == VARCHAROID;
+}
+
+/*
  * The key of a resource value of type typid (see the file header).
  */
 text *

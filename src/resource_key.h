@@ -9,5 +9,6 @@
 #define ORDERING_RESOURCE_KEY_H
 
 extern text *ordering_resource_key_of(Datum value, Oid typid);
+extern bool ordering_resource_key_is_value(Oid typid);
 
 #endif							/* ORDERING_RESOURCE_KEY_H */

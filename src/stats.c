@@ -485,17 +485,17 @@ ordering_stats_reorder_distance(const char *consumer, int64 distance)
 }
 
 /*
- * Hook: count one sequence number assigned in a stream.
+ * Hook: count n sequence numbers assigned in a stream.
  */
 void
-ordering_stats_sequence_assigned(const char *stream)
+ordering_stats_sequence_assigned(const char *stream, int64 n)
 {
 	Counters   *c;
 
 	if (stats_shared == NULL || !IsTransactionState())
 		return;
 	c = pending_counters(PENDING_STREAM, stream);
-	c->events[STREAM_ASSIGNED] = ordering_counter_add(c->events[STREAM_ASSIGNED], 1);
+	c->events[STREAM_ASSIGNED] = ordering_counter_add(c->events[STREAM_ASSIGNED], n);
 }
 
 /*

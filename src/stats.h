@@ -142,8 +142,8 @@ extern void ordering_stats_count(const char *consumer, OrderingEvent event, int6
 /* Record the reorder distance (seq - position) of an early arrival. */
 extern void ordering_stats_reorder_distance(const char *consumer, int64 distance);
 
-/* Count one sequence number assigned in a stream. */
-extern void ordering_stats_sequence_assigned(const char *stream);
+/* Count n sequence numbers assigned in a stream. */
+extern void ordering_stats_sequence_assigned(const char *stream, int64 n);
 
 /*
  * Count a supplied sequence number of a stream refused with SQLSTATE 40001;

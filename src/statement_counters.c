@@ -1,0 +1,575 @@
+/*-------------------------------------------------------------------------
+ *
+ * statement_counters.c
+ *	  Counters a running statement holds in backend memory: one counter
+ *	  write per resource per statement instead of one per row.
+ *
+ * A COPY, a backfill or a batch job that inserts many rows of one resource
+ * in one statement would fetch and write that resource's counter row once
+ * per row.  Instead, the first row of a resource in a statement takes its
+ * number from the counter row as any row does (counters.c: the row is
+ * written, so it stays locked by this transaction until it ends, and a
+ * concurrent producer of the resource waits for our commit exactly as
+ * before); the counter is then recorded here, and the later rows of that
+ * resource take their numbers from memory.  When the statement ends, its
+ * counters are written once each with their final value (counters.c,
+ * called from the statement hooks of provisional.c), before anything else
+ * of the transaction can run.  This file keeps the data: which counters are
+ * held, by which statement, and how to undo what a rolled-back
+ * subtransaction did to them.  It neither reads nor writes a table.
+ *
+ * Who uses a held counter.  While a counter is held, every request for it
+ * in this backend goes through it (counters.c looks here first): the
+ * statement's own rows, a nested statement's (a trigger or function that
+ * inserts into the same stream), next_sequence(), last_sequence(), the
+ * give-back of a number ON CONFLICT did not use (provisional.c), a raised
+ * counter.  So the counter row is written by nobody else in this
+ * transaction meanwhile, and "written" stays what the row holds.  Only a
+ * plain SQL read of ordering.sequences inside the running statement sees
+ * the counter as of the statement's first row of the resource.
+ *
+ * Which statements hold counters: those that may insert more than one row
+ * ("bulk": COPY FROM, INSERT ... SELECT, multi-row VALUES, data-modifying
+ * WITH queries, UPDATE moving rows between partitions), in at most the
+ * memory a hash table may use (work_mem * hash_mem_multiplier)
+ * of them each (further resources are written through, row by row).  A
+ * single-row INSERT holds none: it would only pay for the bookkeeping.  A
+ * statement whose start the hooks did not see holds none either.
+ *
+ * Savepoints.  A counter is held in the subtransaction that wrote its row
+ * (created_subid); the statement writes it back in that same
+ * subtransaction, since a statement runs in one.  Numbers handed out in a
+ * subtransaction below it (a function with an EXCEPTION block that
+ * inserts) are logged here with the value before, so that its rollback
+ * takes them back, as the rollback of its writes would have; its commit
+ * hands the log entry to its parent.  A subtransaction that rolls back the
+ * counter's own row takes the counter with it.
+ *
+ * Errors.  A statement that fails leaves its counters "orphaned": the
+ * rollback that follows (of the transaction, or of the subtransaction a
+ * handler started) discards them with the rows that took their numbers.
+ * Code that would catch the error without a rollback keeps the rows, and
+ * the orphans are then written like a statement's, when the next statement
+ * ends in their subtransaction or before commit.
+ *
+ * Memory: a context below TopTransactionContext, so everything goes with
+ * the transaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/hashfn.h"
+#include "lib/ilist.h"
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+#include "compat.h"
+#include "statement_counters.h"
+
+/* A held counter's key */
+typedef struct PendingKey
+{
+	Oid			relid;
+	uint32		hash;
+	text	   *stream;
+	text	   *resource;
+} PendingKey;
+
+/* A held counter: its key, its place in a list, and the counter */
+typedef struct PendingEntry
+{
+	PendingKey	key;
+	dlist_node	node;			/* in its statement's list, or the orphans' */
+	PendingCounter data;
+} PendingEntry;
+
+/*
+ * The hash table (lib/simplehash.h): slots point to the entries, which
+ * never move.
+ */
+typedef struct PendingSlot
+{
+	PendingKey *key;			/* &entry->key */
+	uint32		hash;
+	char		status;
+} PendingSlot;
+
+/*
+ * Do two keys of the same hash name the same counter?
+ */
+static inline bool
+pending_key_equal(const PendingKey *a, const PendingKey *b)
+{
+	return a->relid == b->relid &&
+		VARSIZE_ANY_EXHDR(a->resource) == VARSIZE_ANY_EXHDR(b->resource) &&
+		memcmp(VARDATA_ANY(a->resource), VARDATA_ANY(b->resource),
+			   VARSIZE_ANY_EXHDR(a->resource)) == 0 &&
+		VARSIZE_ANY_EXHDR(a->stream) == VARSIZE_ANY_EXHDR(b->stream) &&
+		memcmp(VARDATA_ANY(a->stream), VARDATA_ANY(b->stream),
+			   VARSIZE_ANY_EXHDR(a->stream)) == 0;
+}
+
+#define SH_PREFIX pendingtab
+#define SH_ELEMENT_TYPE PendingSlot
+#define SH_KEY_TYPE PendingKey *
+#define SH_KEY key
+#define SH_HASH_KEY(tb, k) ((k)->hash)
+#define SH_EQUAL(tb, a, b) pending_key_equal(a, b)
+#define SH_STORE_HASH
+#define SH_GET_HASH(tb, a) ((a)->hash)
+#define SH_SCOPE static inline
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
+
+/* What a subtransaction below created_subid did to a counter */
+typedef struct PendingUndo
+{
+	SubTransactionId subid;		/* the subtransaction that changed it */
+	SubTransactionId prev_subid;	/* the one that had changed it before */
+	CommandId	prev_cid;
+	int64		last_before;
+	PendingEntry *entry;
+} PendingUndo;
+
+/* A statement running at some depth */
+typedef struct PendingStatement
+{
+	bool		bulk;			/* may hold counters */
+	dlist_head	held;
+} PendingStatement;
+
+int			pending_count = 0;
+
+static MemoryContext pending_cxt = NULL;	/* the hash table, the log */
+static MemoryContext entries_cxt = NULL;	/* the entries (its child) */
+static pendingtab_hash *pending_hash = NULL;
+
+static PendingUndo *undo_log = NULL;
+static int	undo_n = 0;
+static int	undo_max = 0;
+
+static PendingStatement *statements = NULL; /* [1 .. depth] */
+static int	depth = 0;
+static int	depth_max = 0;
+
+static dlist_head orphans = DLIST_STATIC_INIT(orphans);
+
+/*
+ * The hash of a key (also the lookup's: computed once per request).  The
+ * rows of a statement share their stream: its hash is remembered.
+ */
+uint32
+pending_key_hash(Oid relid, text *stream, text *resource)
+{
+	static Oid	last_relid = InvalidOid;
+	static char last_stream[NAMEDATALEN * 2 + 2];
+	static int	last_len = -1;
+	static uint32 last_hash;
+	int			len = VARSIZE_ANY_EXHDR(stream);
+
+	if (relid != last_relid || len != last_len ||
+		memcmp(VARDATA_ANY(stream), last_stream, len) != 0)
+	{
+		last_hash = hash_combine(hash_bytes((const unsigned char *) VARDATA_ANY(stream),
+											len), relid);
+		last_relid = relid;
+		last_len = len <= sizeof(last_stream) ? len : -1;
+		if (last_len >= 0)
+			memcpy(last_stream, VARDATA_ANY(stream), len);
+	}
+	return hash_combine(last_hash,
+						hash_bytes((const unsigned char *) VARDATA_ANY(resource),
+								   VARSIZE_ANY_EXHDR(resource)));
+}
+
+/*
+ * The counter held for a key, or NULL.
+ */
+PendingCounter *
+pending_find(Oid relid, text *stream, text *resource, uint32 hash)
+{
+	PendingKey	key = {relid, hash, stream, resource};
+	PendingSlot *slot;
+
+	if (pending_count == 0)
+		return NULL;
+	slot = pendingtab_lookup_hash(pending_hash, &key, hash);
+	if (slot == NULL)
+		return NULL;
+	/* slot->key is &entry->key */
+	return &((PendingEntry *) ((char *) slot->key -
+							   offsetof(PendingEntry, key)))->data;
+}
+
+/*
+ * The counter held for (stream, resource) in any counter table, or NULL:
+ * for a caller that cannot name the counter table (citus.c's next_sequence()
+ * of a distributed stream knows the distributed table, the trigger its
+ * shard).  A resource of a stream has one counter table at a time, so at
+ * most one matches.  A walk over every held counter: only for such callers.
+ */
+PendingCounter *
+pending_find_any(text *stream, text *resource)
+{
+	pendingtab_iterator iter;
+	PendingSlot *slot;
+
+	if (pending_count == 0)
+		return NULL;
+	pendingtab_start_iterate(pending_hash, &iter);
+	while ((slot = pendingtab_iterate(pending_hash, &iter)) != NULL)
+	{
+		PendingKey	key = *slot->key;
+
+		key.stream = stream;
+		key.resource = resource;
+		if (pending_key_equal(slot->key, &key))
+			return &((PendingEntry *) ((char *) slot->key -
+									   offsetof(PendingEntry, key)))->data;
+	}
+	return NULL;
+}
+
+/*
+ * The entry of a list node (dlist_container() without its type check, whose
+ * NULL cppcheck takes for a dereference).
+ */
+static inline PendingEntry *
+entry_of_node(dlist_node *node)
+{
+	return (PendingEntry *) ((char *) node - offsetof(PendingEntry, node));
+}
+
+/*
+ * The entry of a counter.
+ */
+static inline PendingEntry *
+entry_of(PendingCounter *pc)
+{
+	return (PendingEntry *) ((char *) pc - offsetof(PendingEntry, data));
+}
+
+/*
+ * Does the running statement hold counters (file header)?
+ */
+bool
+pending_statement_is_bulk(void)
+{
+	return depth > 0 && statements[depth].bulk;
+}
+
+/*
+ * Hold the counter of a key for the running statement, its row having just
+ * been written with "value" by the current subtransaction.  NULL, holding
+ * nothing, when the statement holds no counters or all the memory it may
+ * already (file header).
+ */
+PendingCounter *
+pending_add(Oid relid, text *stream, text *resource, uint32 hash, int64 value)
+{
+	PendingEntry *entry;
+	PendingCounter *pc;
+	PendingSlot *slot;
+	Size		slen = VARSIZE_ANY(stream);
+	Size		rlen = VARSIZE_ANY(resource);
+	bool		found;
+
+	if (!pending_statement_is_bulk())
+		return NULL;
+	if (pending_cxt == NULL)
+	{
+		pending_cxt = AllocSetContextCreate(TopTransactionContext,
+											"ordering statement counters",
+											ALLOCSET_DEFAULT_MINSIZE,
+											(Size) ALLOCSET_DEFAULT_INITSIZE,
+											(Size) ALLOCSET_DEFAULT_MAXSIZE);
+		/* entries of all sizes, packed (they are freed together, mostly) */
+		entries_cxt = GenerationContextCreate(pending_cxt,
+											  "ordering statement counter entries",
+											  ALLOCSET_DEFAULT_MINSIZE,
+											  (Size) ALLOCSET_DEFAULT_INITSIZE,
+											  (Size) ALLOCSET_DEFAULT_MAXSIZE);
+		pending_hash = pendingtab_create(pending_cxt, 256, NULL);
+	}
+	else if (MemoryContextMemAllocated(pending_cxt, true) >
+			 get_hash_memory_limit())
+		return NULL;
+
+	/* the entry and copies of its key in one chunk */
+	entry = MemoryContextAlloc(entries_cxt, MAXALIGN(sizeof(PendingEntry)) +
+							   INTALIGN(slen) + rlen);
+	entry->key.relid = relid;
+	entry->key.hash = hash;
+	entry->key.stream = (text *) ((char *) entry + MAXALIGN(sizeof(PendingEntry)));
+	entry->key.resource = (text *) ((char *) entry->key.stream + INTALIGN(slen));
+	memcpy(entry->key.stream, stream, slen);
+	memcpy(entry->key.resource, resource, rlen);
+	slot = pendingtab_insert_hash(pending_hash, &entry->key, hash, &found);
+	Assert(!found);
+	slot->key = &entry->key;
+
+	pc = &entry->data;
+	pc->relid = relid;
+	pc->hash = hash;
+	pc->stream = entry->key.stream;
+	pc->resource = entry->key.resource;
+	pc->last = pc->written = value;
+	pc->created_subid = pc->changed_subid = GetCurrentSubTransactionId();
+	pc->changed_cid = GetCurrentCommandId(true);
+	pc->stored = 0;
+	pc->owner = depth;
+	dlist_push_head(&statements[depth].held, &entry->node);
+	pending_count++;
+	return pc;
+}
+
+/*
+ * Set a held counter to "value", logging the value before for a
+ * subtransaction below the one that holds it (file header).
+ */
+void
+pending_set(PendingCounter *pc, int64 value)
+{
+	SubTransactionId subid = GetCurrentSubTransactionId();
+
+	if (subid != pc->changed_subid)
+	{
+		PendingUndo *u;
+
+		/* changed_subid is open: the current one or one of its parents */
+		Assert(subid > pc->changed_subid);
+		if (undo_n == undo_max)
+		{
+			int			newmax = Max(16, undo_max * 2);
+
+			undo_log = undo_log == NULL ?
+				MemoryContextAlloc(pending_cxt, newmax * sizeof(PendingUndo)) :
+				repalloc(undo_log, newmax * sizeof(PendingUndo));
+			undo_max = newmax;
+		}
+		u = &undo_log[undo_n++];
+		u->subid = subid;
+		u->prev_subid = pc->changed_subid;
+		u->prev_cid = pc->changed_cid;
+		u->last_before = pc->last;
+		u->entry = entry_of(pc);
+		pc->changed_subid = subid;
+	}
+	pc->last = value;
+	pc->changed_cid = GetCurrentCommandId(true);
+}
+
+/*
+ * Stop holding a counter (written, or rolled back): it leaves its list and
+ * the hash.  No log entry refers to it: those are for subtransactions below
+ * created_subid, and the caller is in created_subid (or rolling it back).
+ */
+void
+pending_forget(PendingCounter *pc)
+{
+	PendingEntry *entry = entry_of(pc);
+	PendingSlot *slot;
+
+	dlist_delete(&entry->node);
+	slot = pendingtab_lookup_hash(pending_hash, &entry->key, entry->key.hash);
+	Assert(slot != NULL && slot->key == &entry->key);
+	pendingtab_delete_item(pending_hash, slot);
+	pfree(entry);
+	pending_count--;
+}
+
+/*
+ * A statement begins; "bulk" if it may hold counters (file header).
+ */
+void
+pending_statement_begin(bool bulk)
+{
+	if (depth + 1 >= depth_max)
+	{
+		int			newmax = Max(8, depth_max * 2);
+
+		statements = statements == NULL ?
+			MemoryContextAlloc(TopMemoryContext, newmax * sizeof(PendingStatement)) :
+			repalloc(statements, newmax * sizeof(PendingStatement));
+		depth_max = newmax;
+	}
+	depth++;
+	statements[depth].bulk = bulk;
+	dlist_init(&statements[depth].held);
+}
+
+/*
+ * A counter the ending statement holds, to write and then forget; NULL when
+ * none is left.  A counter held in another subtransaction than the current
+ * one (never expected: a statement runs in one) is orphaned instead, to be
+ * written in its own.
+ */
+PendingCounter *
+pending_statement_take(void)
+{
+	dlist_head *held = &statements[depth].held;
+
+	while (!dlist_is_empty(held))
+	{
+		PendingEntry *entry = entry_of_node(dlist_head_node(held));
+
+		if (entry->data.created_subid == GetCurrentSubTransactionId())
+			return &entry->data;
+		/* never expected (see above): written in its own, as an orphan */
+		dlist_delete(&entry->node);
+		entry->data.owner = 0;
+		dlist_push_tail(&orphans, &entry->node);
+	}
+	return NULL;
+}
+
+/*
+ * The statement ended and wrote its counters.
+ */
+void
+pending_statement_end(void)
+{
+	Assert(depth > 0 && dlist_is_empty(&statements[depth].held));
+	depth--;
+}
+
+/*
+ * The statement failed: its counters are orphaned (file header).
+ */
+void
+pending_statement_abandon(void)
+{
+	dlist_mutable_iter iter;
+
+	Assert(depth > 0);
+	dlist_foreach_modify(iter, &statements[depth].held)
+	{
+		PendingEntry *entry = entry_of_node(iter.cur);
+
+		dlist_delete(&entry->node);
+		entry->data.owner = 0;
+		dlist_push_tail(&orphans, &entry->node);
+	}
+	depth--;
+}
+
+/*
+ * An orphaned counter of the current subtransaction, to write and then
+ * forget; NULL if there is none.
+ */
+PendingCounter *
+pending_orphan_take(void)
+{
+	dlist_iter	iter;
+
+	dlist_foreach(iter, &orphans)
+	{
+		PendingEntry *entry = entry_of_node(iter.cur);
+
+		if (entry->data.created_subid == GetCurrentSubTransactionId())
+			return &entry->data;
+	}
+	return NULL;
+}
+
+/*
+ * A subtransaction ends.  Rolled back: undo what it did to counters held
+ * above it, and discard the orphans it holds (a statement's counters are
+ * orphaned before the rollback, when the error leaves the statement).
+ * Committed: its log entries and orphans pass to its parent.
+ */
+static void
+pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						 SubTransactionId parentSubid, void *arg)
+{
+	dlist_mutable_iter iter;
+
+	if (pending_count == 0)
+		return;
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		while (undo_n > 0 && undo_log[undo_n - 1].subid >= mySubid)
+		{
+			PendingUndo *u = &undo_log[--undo_n];
+			PendingCounter *pc = &u->entry->data;
+
+			pc->last = u->last_before;
+			pc->changed_subid = u->prev_subid;
+			pc->changed_cid = u->prev_cid;
+		}
+		dlist_foreach_modify(iter, &orphans)
+		{
+			PendingEntry *entry = entry_of_node(iter.cur);
+
+			if (entry->data.created_subid >= mySubid)
+				pending_forget(&entry->data);
+		}
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		int			kept = undo_n;
+
+		/* its entries are on top: those of its children were resolved */
+		while (kept > 0 && undo_log[kept - 1].subid == mySubid)
+			kept--;
+		for (int i = kept; i < undo_n; i++)
+		{
+			PendingUndo *u = &undo_log[i];
+			PendingCounter *pc = &u->entry->data;
+
+			pc->changed_subid = parentSubid;
+			/* the parent's own entry (or the counter's creation) covers it */
+			if (u->prev_subid == parentSubid)
+				continue;
+			u->subid = parentSubid;
+			undo_log[kept++] = *u;
+		}
+		undo_n = kept;
+		dlist_foreach_modify(iter, &orphans)
+		{
+			PendingEntry *entry = entry_of_node(iter.cur);
+
+			if (entry->data.created_subid == mySubid)
+				entry->data.created_subid = parentSubid;
+		}
+	}
+}
+
+/*
+ * The transaction ends: its memory went with TopTransactionContext.
+ */
+static void
+pending_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			pending_cxt = entries_cxt = NULL;
+			pending_hash = NULL;
+			pending_count = 0;
+			undo_log = NULL;
+			undo_n = undo_max = 0;
+			dlist_init(&orphans);
+			for (int i = 1; i <= depth; i++)
+				dlist_init(&statements[i].held);
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * Register the callbacks (from _PG_init).
+ */
+void
+pending_init(void)
+{
+	RegisterXactCallback(pending_xact_callback, NULL);
+	RegisterSubXactCallback(pending_subxact_callback, NULL);
+}
