@@ -1438,25 +1438,13 @@ BEGIN
 END
 $$;
 
--- last_sequence() of a distributed stream: read through Citus from the node
--- of its counter shard, as the owner of the counter table (src/citus.c;
--- next_sequence() does the same in C).  Anyone may call it, but it answers
--- only whoever may execute ordering.last_sequence().
-CREATE FUNCTION ordering_internal.last_distributed_sequence(stream text, resource_id text)
-    RETURNS bigint
-    LANGUAGE c STABLE STRICT
-    AS 'MODULE_PATHNAME', 'ordering_last_distributed_sequence';
-COMMENT ON FUNCTION ordering_internal.last_distributed_sequence(text, text) IS
-    'Internal to ordering.last_sequence(): the last number of a resource of a stream distributed by Citus, read on the node of its counter shard; NULL for a stream that is not distributed';
-GRANT EXECUTE ON FUNCTION ordering_internal.last_distributed_sequence(text, text) TO PUBLIC;
-
 -- last_sequence() (defined here once; section "Bulk producers" needs it
 -- too): C (src/producer.c), the same signature, errors (it checks its NULL
 -- arguments itself: not STRICT), snapshot and privileges as 1.1's SQL read
 -- of ordering.sequences (SELECT on it checked), plus what a running bulk
 -- statement holds in memory (src/statement_counters.c), and for a stream
--- distributed by Citus the read of its counter shard (src/citus.c, as
--- last_distributed_sequence() above, which it no longer calls).
+-- distributed by Citus the read of its counter shard on the shard's node,
+-- as the owner of the counter table (src/citus.c).
 CREATE OR REPLACE FUNCTION ordering.last_sequence(stream text, resource_id text)
     RETURNS bigint
     LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'ordering_last_sequence';
@@ -2184,7 +2172,7 @@ $$;
 
 -- Privileges.  Every function above that is not in schema ordering is
 -- SECURITY INVOKER (it does only what its caller may do anyway) or checks
--- its caller's rights itself (last_distributed_sequence, lock_shard_for_relay):
+-- its caller's rights itself (lock_shard_for_relay):
 -- EXECUTE for PUBLIC, so that attach(), detach(), last_sequence(), check(),
 -- post_restore() and the relay functions work for whoever may call those
 -- (every role has USAGE on schema ordering_internal).  On one node they
