@@ -23,6 +23,25 @@ COMMENT ON SCHEMA ordering_internal IS
 -- who may call it (revoked from PUBLIC unless any caller may).
 GRANT USAGE ON SCHEMA ordering_internal TO PUBLIC;
 
+-- The roles given a privilege set by ordering.grant_producer() (or
+-- grant_consumer(), grant_monitor(), grant_operator()), recognized, as 1.1
+-- does, by EXECUTE on one function of the set, granted by anyone but to
+-- neither PUBLIC nor the owner.  The sections below give such roles what
+-- the set gains in 1.2; the script drops this function at its end.
+CREATE FUNCTION ordering_internal.roles_holding(member regprocedure)
+    RETURNS SETOF regrole
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+    SELECT DISTINCT a.grantee::pg_catalog.regrole
+      FROM pg_catalog.pg_proc p
+     CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+     WHERE p.oid OPERATOR(pg_catalog.=) member
+       AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+       AND a.grantee OPERATOR(pg_catalog.<>) 0
+       AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+$$;
+
 -- ------------------------------------------------------------------------
 -- Hardening: restores, the extension's own tables, keys, attach
 -- ------------------------------------------------------------------------
@@ -202,15 +221,7 @@ DO $$
 DECLARE
     grantee regrole;
 BEGIN
-    FOR grantee IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.attach(regclass, name, name, text)'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
+    FOR grantee IN SELECT * FROM ordering_internal.roles_holding('ordering.attach(regclass, name, name, text)') LOOP
         EXECUTE pg_catalog.format('REVOKE INSERT, UPDATE ON ordering.attachments FROM %s', grantee);
         PERFORM ordering.grant_privileges(grantee,
             'EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name), '
@@ -339,15 +350,7 @@ DO $$
 DECLARE
     grantee regrole;
 BEGIN
-    FOR grantee IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.check(double precision, bigint)'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
+    FOR grantee IN SELECT * FROM ordering_internal.roles_holding('ordering.check(double precision, bigint)') LOOP
         PERFORM ordering.grant_privileges(grantee,
             'SELECT ON ordering.outbox',
             'EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)');
@@ -375,15 +378,10 @@ DECLARE
     r record;
 BEGIN
     FOR r IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole AS grantee,
-               pg_catalog.has_function_privilege(a.grantee, 'ordering.skip_gap(text, text)',
+        SELECT h.grantee,
+               pg_catalog.has_function_privilege(h.grantee, 'ordering.skip_gap(text, text)',
                                                  'EXECUTE') AS operator
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.deliver(text, text, bigint, jsonb)'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+          FROM ordering_internal.roles_holding('ordering.deliver(text, text, bigint, jsonb)') AS h(grantee)
     LOOP
         EXECUTE pg_catalog.format('REVOKE INSERT, DELETE ON ordering.parked FROM %s', r.grantee);
         IF NOT r.operator THEN
@@ -790,15 +788,7 @@ DO $$
 DECLARE
     grantee regrole;
 BEGIN
-    FOR grantee IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.metrics()'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
+    FOR grantee IN SELECT * FROM ordering_internal.roles_holding('ordering.metrics()') LOOP
         PERFORM ordering.grant_privileges(grantee,
             'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
             'ordering_internal.metric_samples(text), '
@@ -2154,15 +2144,7 @@ DO $$
 DECLARE
     grantee regrole;
 BEGIN
-    FOR grantee IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.attach(regclass, name, name, text)'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
+    FOR grantee IN SELECT * FROM ordering_internal.roles_holding('ordering.attach(regclass, name, name, text)') LOOP
         PERFORM ordering.grant_privileges(grantee,
             'EXECUTE ON FUNCTION ordering.claim_unpublished_on_node(anyelement, integer), '
             'ordering.mark_published_on_node(regclass, bigint[]), ordering.relay_nodes(regclass)');
@@ -2774,15 +2756,7 @@ DO $$
 DECLARE
     grantee regrole;
 BEGIN
-    FOR grantee IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.metrics()'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
+    FOR grantee IN SELECT * FROM ordering_internal.roles_holding('ordering.metrics()') LOOP
         PERFORM ordering.grant_privileges(grantee,
             'EXECUTE ON FUNCTION ordering.distributed_open_gaps(), '
             'ordering_internal.shard_gaps(double precision, boolean)');
@@ -2860,16 +2834,7 @@ DO $$
 DECLARE
     grantee regrole;
 BEGIN
-    FOR grantee IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=)
-               'ordering.deliver(text, text, bigint, jsonb, regprocedure)'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
+    FOR grantee IN SELECT * FROM ordering_internal.roles_holding('ordering.deliver(text, text, bigint, jsonb, regprocedure)') LOOP
         EXECUTE pg_catalog.format(
             'GRANT EXECUTE ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure, text) TO %s',
             grantee);
@@ -3103,3 +3068,10 @@ END
 $$;
 
 -- (end of section)
+
+-- ------------------------------------------------------------------------
+-- End of the script
+-- ------------------------------------------------------------------------
+
+-- Only the sections above needed the holders of a set.
+DROP FUNCTION ordering_internal.roles_holding(regprocedure);
