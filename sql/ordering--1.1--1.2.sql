@@ -23,6 +23,25 @@ COMMENT ON SCHEMA ordering_internal IS
 -- who may call it (revoked from PUBLIC unless any caller may).
 GRANT USAGE ON SCHEMA ordering_internal TO PUBLIC;
 
+-- The roles given a privilege set by ordering.grant_producer() (or
+-- grant_consumer(), grant_monitor(), grant_operator()), recognized, as 1.1
+-- does, by EXECUTE on one function of the set, granted by anyone but to
+-- neither PUBLIC nor the owner.  The sections below give such roles what
+-- the set gains in 1.2; the script drops this function at its end.
+CREATE FUNCTION ordering_internal.roles_holding(member regprocedure)
+    RETURNS SETOF regrole
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+    SELECT DISTINCT a.grantee::pg_catalog.regrole
+      FROM pg_catalog.pg_proc p
+     CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+     WHERE p.oid OPERATOR(pg_catalog.=) member
+       AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+       AND a.grantee OPERATOR(pg_catalog.<>) 0
+       AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+$$;
+
 -- ------------------------------------------------------------------------
 -- Hardening: restores, the extension's own tables, keys, attach
 -- ------------------------------------------------------------------------
@@ -202,15 +221,7 @@ DO $$
 DECLARE
     grantee regrole;
 BEGIN
-    FOR grantee IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.attach(regclass, name, name, text)'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
+    FOR grantee IN SELECT * FROM ordering_internal.roles_holding('ordering.attach(regclass, name, name, text)') LOOP
         EXECUTE pg_catalog.format('REVOKE INSERT, UPDATE ON ordering.attachments FROM %s', grantee);
         PERFORM ordering.grant_privileges(grantee,
             'EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text, name, name), '
@@ -339,15 +350,7 @@ DO $$
 DECLARE
     grantee regrole;
 BEGIN
-    FOR grantee IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.check(double precision, bigint)'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
+    FOR grantee IN SELECT * FROM ordering_internal.roles_holding('ordering.check(double precision, bigint)') LOOP
         PERFORM ordering.grant_privileges(grantee,
             'SELECT ON ordering.outbox',
             'EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)');
@@ -375,15 +378,10 @@ DECLARE
     r record;
 BEGIN
     FOR r IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole AS grantee,
-               pg_catalog.has_function_privilege(a.grantee, 'ordering.skip_gap(text, text)',
+        SELECT h.grantee,
+               pg_catalog.has_function_privilege(h.grantee, 'ordering.skip_gap(text, text)',
                                                  'EXECUTE') AS operator
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.deliver(text, text, bigint, jsonb)'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+          FROM ordering_internal.roles_holding('ordering.deliver(text, text, bigint, jsonb)') AS h(grantee)
     LOOP
         EXECUTE pg_catalog.format('REVOKE INSERT, DELETE ON ordering.parked FROM %s', r.grantee);
         IF NOT r.operator THEN
@@ -790,15 +788,7 @@ DO $$
 DECLARE
     grantee regrole;
 BEGIN
-    FOR grantee IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.metrics()'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
+    FOR grantee IN SELECT * FROM ordering_internal.roles_holding('ordering.metrics()') LOOP
         PERFORM ordering.grant_privileges(grantee,
             'EXECUTE ON FUNCTION ordering_internal.metric_sources(), ordering_internal.metric_families(), '
             'ordering_internal.metric_samples(text), '
@@ -1438,25 +1428,13 @@ BEGIN
 END
 $$;
 
--- last_sequence() of a distributed stream: read through Citus from the node
--- of its counter shard, as the owner of the counter table (src/citus.c;
--- next_sequence() does the same in C).  Anyone may call it, but it answers
--- only whoever may execute ordering.last_sequence().
-CREATE FUNCTION ordering_internal.last_distributed_sequence(stream text, resource_id text)
-    RETURNS bigint
-    LANGUAGE c STABLE STRICT
-    AS 'MODULE_PATHNAME', 'ordering_last_distributed_sequence';
-COMMENT ON FUNCTION ordering_internal.last_distributed_sequence(text, text) IS
-    'Internal to ordering.last_sequence(): the last number of a resource of a stream distributed by Citus, read on the node of its counter shard; NULL for a stream that is not distributed';
-GRANT EXECUTE ON FUNCTION ordering_internal.last_distributed_sequence(text, text) TO PUBLIC;
-
 -- last_sequence() (defined here once; section "Bulk producers" needs it
 -- too): C (src/producer.c), the same signature, errors (it checks its NULL
 -- arguments itself: not STRICT), snapshot and privileges as 1.1's SQL read
 -- of ordering.sequences (SELECT on it checked), plus what a running bulk
 -- statement holds in memory (src/statement_counters.c), and for a stream
--- distributed by Citus the read of its counter shard (src/citus.c, as
--- last_distributed_sequence() above, which it no longer calls).
+-- distributed by Citus the read of its counter shard on the shard's node,
+-- as the owner of the counter table (src/citus.c).
 CREATE OR REPLACE FUNCTION ordering.last_sequence(stream text, resource_id text)
     RETURNS bigint
     LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'ordering_last_sequence';
@@ -2166,15 +2144,7 @@ DO $$
 DECLARE
     grantee regrole;
 BEGIN
-    FOR grantee IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.attach(regclass, name, name, text)'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
+    FOR grantee IN SELECT * FROM ordering_internal.roles_holding('ordering.attach(regclass, name, name, text)') LOOP
         PERFORM ordering.grant_privileges(grantee,
             'EXECUTE ON FUNCTION ordering.claim_unpublished_on_node(anyelement, integer), '
             'ordering.mark_published_on_node(regclass, bigint[]), ordering.relay_nodes(regclass)');
@@ -2184,7 +2154,7 @@ $$;
 
 -- Privileges.  Every function above that is not in schema ordering is
 -- SECURITY INVOKER (it does only what its caller may do anyway) or checks
--- its caller's rights itself (last_distributed_sequence, lock_shard_for_relay):
+-- its caller's rights itself (lock_shard_for_relay):
 -- EXECUTE for PUBLIC, so that attach(), detach(), last_sequence(), check(),
 -- post_restore() and the relay functions work for whoever may call those
 -- (every role has USAGE on schema ordering_internal).  On one node they
@@ -2786,15 +2756,7 @@ DO $$
 DECLARE
     grantee regrole;
 BEGIN
-    FOR grantee IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.metrics()'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
+    FOR grantee IN SELECT * FROM ordering_internal.roles_holding('ordering.metrics()') LOOP
         PERFORM ordering.grant_privileges(grantee,
             'EXECUTE ON FUNCTION ordering.distributed_open_gaps(), '
             'ordering_internal.shard_gaps(double precision, boolean)');
@@ -2872,16 +2834,7 @@ DO $$
 DECLARE
     grantee regrole;
 BEGIN
-    FOR grantee IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole
-          FROM pg_catalog.pg_proc p
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE p.oid OPERATOR(pg_catalog.=)
-               'ordering.deliver(text, text, bigint, jsonb, regprocedure)'::pg_catalog.regprocedure
-           AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
+    FOR grantee IN SELECT * FROM ordering_internal.roles_holding('ordering.deliver(text, text, bigint, jsonb, regprocedure)') LOOP
         EXECUTE pg_catalog.format(
             'GRANT EXECUTE ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure, text) TO %s',
             grantee);
@@ -3115,3 +3068,10 @@ END
 $$;
 
 -- (end of section)
+
+-- ------------------------------------------------------------------------
+-- End of the script
+-- ------------------------------------------------------------------------
+
+-- Only the sections above needed the holders of a set.
+DROP FUNCTION ordering_internal.roles_holding(regprocedure);

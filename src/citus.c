@@ -126,8 +126,6 @@
 #include "counters.h"
 #include "ordering.h"
 
-PG_FUNCTION_INFO_V1(ordering_last_distributed_sequence);
-
 /*
  * How long the trigger waits for this node's metadata to show a shard that
  * Citus already routes rows to (file header), and how often it looks.
@@ -565,31 +563,6 @@ citus_last_sequence(text *stream, text *resource, int64 *seq)
 							 "   AND c.resource_id OPERATOR(pg_catalog.=) $2",
 							 stream, resource, true);
 	return true;
-}
-
-/*
- * ordering_internal.last_distributed_sequence(stream text, resource_id
- * text) returns bigint: the last number of a resource of a distributed
- * stream, or NULL if the stream is not distributed.  Only for whoever may
- * execute ordering.last_sequence(), which calls it.
- */
-Datum
-ordering_last_distributed_sequence(PG_FUNCTION_ARGS)
-{
-	Oid			argtypes[2] = {TEXTOID, TEXTOID};
-	Oid			last_sequence;
-	AclResult	aclresult;
-	int64		seq;
-	List	   *names = list_make1(makeString("ordering"));
-
-	names = lappend(names, makeString("last_sequence"));
-	last_sequence = LookupFuncName(names, 2, argtypes, false);
-	aclresult = ordering_proc_aclcheck(last_sequence, GetUserId(), ACL_EXECUTE);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_FUNCTION, "last_sequence");
-	if (!citus_last_sequence(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1), &seq))
-		PG_RETURN_NULL();
-	PG_RETURN_INT64(seq);
 }
 
 /*
