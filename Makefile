@@ -12,6 +12,7 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" ordering.contro
 MODULE_big = ordering
 OBJS = \
 	src/ordering.o \
+	src/settings.o \
 	src/plans.o \
 	src/owned.o \
 	src/owned_rows.o \

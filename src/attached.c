@@ -76,7 +76,6 @@
 
 #include "attached.h"
 #include "citus.h"
-#include "ordering.h"
 #include "owned.h"
 
 PG_FUNCTION_INFO_V1(ordering_sequencing_trigger);

@@ -60,8 +60,8 @@
 #include "utils/syscache.h"
 
 #include "citus.h"
-#include "ordering.h"
 #include "owned.h"
+#include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_attachment_register);
 PG_FUNCTION_INFO_V1(ordering_attachment_unregister);

@@ -123,8 +123,9 @@
 #include "utils/syscache.h"
 
 #include "citus.h"
+#include "compat.h"
 #include "counters.h"
-#include "ordering.h"
+#include "plans.h"
 
 PG_FUNCTION_INFO_V1(ordering_last_distributed_sequence);
 

@@ -89,7 +89,7 @@
 #include "consumer.h"
 #include "consumer_citus.h"
 #include "decision_log.h"
-#include "ordering.h"
+#include "settings.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(ordering_apply_if_newer);

@@ -102,9 +102,9 @@
 #include "compat.h"
 #include "consumer.h"
 #include "consumer_citus.h"
-#include "ordering.h"
 #include "owned.h"
 #include "sha256.h"
+#include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_consumer_tag);
 PG_FUNCTION_INFO_V1(ordering_consumer_call);

@@ -72,9 +72,11 @@
 #include "utils/timestamp.h"
 
 #include "decision_log.h"
+#include "gaps.h"
 #include "gaps_citus.h"
-#include "ordering.h"
 #include "owned.h"
+#include "plans.h"
+#include "settings.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(ordering_sweep_gaps);

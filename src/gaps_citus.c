@@ -65,7 +65,6 @@
 #include "consumer_citus.h"
 #include "decision_log.h"
 #include "gaps_citus.h"
-#include "ordering.h"
 #include "owned.h"
 #include "stats.h"
 

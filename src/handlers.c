@@ -48,7 +48,7 @@
 
 #include "compat.h"
 #include "consumer.h"
-#include "ordering.h"
+#include "text_equal.h"
 
 /* A key whose handler runs, on the stack of handler_run() (file header) */
 typedef struct RunningKey

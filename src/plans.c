@@ -14,7 +14,7 @@
 
 #include "executor/spi.h"
 
-#include "ordering.h"
+#include "plans.h"
 
 /*
  * The kept plan of "sql" in *cache, prepared on first use with the given

@@ -62,11 +62,12 @@
 #include "attached.h"
 #include "citus.h"
 #include "counters.h"
-#include "ordering.h"
 #include "owned.h"
 #include "provisional.h"
 #include "resource_key.h"
+#include "settings.h"
 #include "stats.h"
+#include "text_equal.h"
 #include "triggers.h"
 #include "wakeup.h"
 

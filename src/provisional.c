@@ -84,8 +84,8 @@
 #include "attached.h"
 #include "compat.h"
 #include "counters.h"
-#include "ordering.h"
 #include "provisional.h"
+#include "text_equal.h"
 
 /* The records, oldest first, in TopTransactionContext */
 static List *provisionals = NIL;

@@ -89,7 +89,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "ordering.h"
+#include "settings.h"
 #include "sketch.h"
 #include "stats.h"
 

@@ -61,8 +61,8 @@
 #include "utils/syscache.h"
 
 #include "citus.h"
-#include "ordering.h"
 #include "owned.h"
+#include "text_equal.h"
 #include "wakeup.h"
 
 PG_FUNCTION_INFO_V1(ordering_wake_relays);

@@ -67,7 +67,10 @@
 #include "utils/varlena.h"
 #include "utils/wait_event.h"
 
-#include "ordering.h"
+#include "gaps.h"
+#include "plans.h"
+#include "settings.h"
+#include "worker.h"
 
 PGDLLEXPORT void ordering_launcher_main(Datum main_arg);
 PGDLLEXPORT void ordering_sweeper_main(Datum main_arg);
