@@ -13,8 +13,6 @@
 #ifndef ORDERING_STATS_H
 #define ORDERING_STATS_H
 
-#include "common/int.h"
-
 /*
  * What the consumer functions count (consumer.c, newer_only.c), per consumer:
  *
@@ -115,24 +113,6 @@ typedef enum OrderingEvent
  */
 #define ORDERING_STATS_NAME_LEN		128
 
-/*
- * a + n for a counter, n >= 0: every counter of the statistics (pending,
- * shared, the sketches' counts) saturates at PG_INT64_MAX instead of
- * wrapping to a negative number.  Event counts never get there; sums of
- * sequence numbers (events skipped, the reorder distance) can, in one call
- * near seq 2^63 - 1.
- */
-static inline int64
-ordering_counter_add(int64 a, int64 n)
-{
-	int64		sum;
-
-	Assert(a >= 0 && n >= 0);
-	if (pg_add_s64_overflow(a, n, &sum))
-		return PG_INT64_MAX;
-	return sum;
-}
-
 /* Called from _PG_init: request shared memory when preloaded. */
 extern void ordering_stats_init(void);
 
@@ -152,13 +132,6 @@ extern void ordering_stats_sequence_assigned(const char *stream, int64 n);
  * meant for the moment before the error is raised).
  */
 extern void ordering_stats_sequence_conflict(const char *stream);
-
-/*
- * Resource ids are kept in the hot-resources sketches up to this many bytes
- * (including the terminating zero), cut at a character boundary; resources
- * are told apart by a 64-bit hash of the whole id.
- */
-#define ORDERING_HOT_ID_LEN			64
 
 /*
  * Offer n events of a resource to the hot-resources sketch of a stream
