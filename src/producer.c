@@ -427,8 +427,8 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	}
 	table = shape->table;
 	if (OidIsValid(table.counters))
-		citus_check_shard_range(trigdata->tg_relation, &table, row.resattno,
-								row.resource);
+		citus_check_shard_range(trigdata->tg_relation, table.hash_min,
+								table.hash_max, row.resattno, row.resource);
 	if (table.wake_relays)
 		ordering_wakeup_arm(row.stream);
 
