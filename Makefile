@@ -29,10 +29,12 @@ OBJS = \
 	src/protect.o \
 	src/consumer.o \
 	src/consumer_citus.o \
+	src/consumer_call.o \
 	src/citus_meta.o \
 	src/batch.o \
 	src/handlers.o \
 	src/dead_letters.o \
+	src/dead_letter_store.o \
 	src/parked.o \
 	src/newer_only.o \
 	src/stats.o \

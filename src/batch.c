@@ -57,8 +57,10 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
+#include "batch.h"
 #include "consumer.h"
 #include "consumer_citus.h"
+#include "consumer_srf.h"
 
 PG_FUNCTION_INFO_V1(ordering_deliver_batch);
 PG_FUNCTION_INFO_V1(ordering_deliver_batch_handler);

@@ -88,6 +88,8 @@
 
 #include "consumer.h"
 #include "consumer_citus.h"
+#include "consumer_srf.h"
+#include "dead_letter_store.h"
 #include "decision_log.h"
 #include "settings.h"
 #include "stats.h"
@@ -165,22 +167,6 @@ payload_arg(FunctionCallInfo fcinfo)
 	if (PG_ARGISNULL(3))
 		return (Datum) 0;
 	return PointerGetDatum(PG_DETOAST_DATUM(PG_GETARG_DATUM(3)));
-}
-
-/*
- * Set up the tuplestore of the calls that return (seq, payload) rows.  The
- * executor passes the row type it expects (our OUT parameters) in
- * expectedDesc: using it saves building the same descriptor from pg_proc at
- * every call, which get_call_result_type() would.
- */
-void
-consumer_materialize(FunctionCallInfo fcinfo)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	bool		expected = rsinfo != NULL && IsA(rsinfo, ReturnSetInfo) &&
-	rsinfo->expectedDesc != NULL;
-
-	InitMaterializedSRF(fcinfo, expected ? MAT_SRF_USE_EXPECTED_DESC : 0);
 }
 
 /*

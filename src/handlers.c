@@ -47,7 +47,7 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
-#include "consumer.h"
+#include "handlers.h"
 #include "text_equal.h"
 
 /* A key whose handler runs, on the stack of handler_run() (file header) */
