@@ -147,9 +147,10 @@ static OwnedTidSlot *owned_tid_cache = NULL;
 
 /*
  * Forget the cached TIDs of a table (relid), or of all (InvalidOid): called
- * when a relcache entry is invalidated, which a new relfilenode always is.
+ * when a relcache entry is invalidated, which a new relfilenode always is
+ * (owned.c's relcache callback, through the hook set when the cache is made).
  */
-void
+static void
 owned_tid_cache_forget(Oid relid)
 {
 	if (owned_tid_cache == NULL)
@@ -185,8 +186,11 @@ static OwnedTidSlot *
 cache_set(uint64 hash)
 {
 	if (owned_tid_cache == NULL)
+	{
 		owned_tid_cache = MemoryContextAllocZero(TopMemoryContext,
 												 sizeof(OwnedTidSlot) * OWNED_TID_CACHE_SIZE);
+		owned_set_forget_hook(owned_tid_cache_forget);
+	}
 	return &owned_tid_cache[(hash & (OWNED_TID_CACHE_SIZE / 2 - 1)) * 2];
 }
 
