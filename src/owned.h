@@ -104,7 +104,10 @@ typedef struct OwnedRel
 	MemoryContext cxt;			/* where what lives as long as the call is */
 	int			nindexes;		/* -1 until the first index entry is made */
 	Relation   *indexes;		/* the indexes that get entries, ... */
-	struct IndexInfo **infos;	/* ... and theirs, built once per call */
+	struct IndexInfo **infos;	/* ... and theirs, built once per call, at the
+								 * first index entry the call makes, as
+								 * ExecOpenIndices() builds them once per
+								 * statement (owned.c, open_indexes) */
 } OwnedRel;
 
 /* A row of a table as a call found it */
@@ -133,9 +136,28 @@ typedef enum OwnedVerdict
 
 /*
  * Decides the new values of a row from the row as found (row->found false:
- * it does not exist; its key columns are filled in all the same).  May be
- * called again, with a newer row, when a concurrent transaction changed the
- * row meanwhile, so it must have no side effects and must not raise.
+ * it does not exist; its key columns are filled in all the same).
+ * owned_advance() calls it again, with the newer row, when a concurrent
+ * transaction changed the row between the fetch and the write, so what it
+ * does must be right to do again; only the last call's verdict is written.
+ * What that allows, and why it is safe:
+ *
+ *	- It may read, other tables too: open them, take their locks, scan their
+ *	  indexes (decide_deliver() counts the parked events of the key,
+ *	  decide_retry() reads its dead letter).  It runs with no buffer pinned
+ *	  or locked (the row it is shown is a copy) and outside any critical
+ *	  section, so it may do whatever a statement may; a call made again reads
+ *	  again, and the locks it took are held to the end of the transaction
+ *	  either way, as a statement's are.
+ *	- It may fill in state for its caller (arg), provided each call starts
+ *	  that state afresh from the row it is shown (consumer_read_position()
+ *	  empties the ready list), so that what survives is the last call's.
+ *	- It may raise an error: nothing of this advance is written before it
+ *	  returns, so the error aborts the statement like any other.
+ *	- It must not write, count, log or notify anything: the caller does that
+ *	  after owned_advance() returns, from what the last call decided.  Least
+ *	  of all may it write the row's own table: the write that follows
+ *	  replaces the version it was shown.
  */
 typedef OwnedVerdict (*OwnedDecide) (const OwnedRow *row, Datum *values,
 									 bool *nulls, void *arg);
