@@ -88,6 +88,11 @@
  * the fillfactor leaves, which with our fillfactor is always; we prune only
  * when the page is short of room for the next HOT updates.
  *
+ * The three fast paths (the in-place overwrite, the TID cache, the pruning
+ * rule) depend on how the server's heap access method behaves: they sit
+ * behind one switch, ORDERING_FAST_PATHS (compat.h), which a build can turn
+ * off to compare them with the plain ways.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -200,8 +205,11 @@ cache_set(uint64 hash)
 static void
 cache_remember(Relation rel, uint64 hash, ItemPointer root)
 {
-	OwnedTidSlot *set = cache_set(hash);
+	OwnedTidSlot *set;
 
+	if (!ORDERING_FAST_PATHS)
+		return;
+	set = cache_set(hash);
 	set[1] = set[0];
 	set[0].relid = RelationGetRelid(rel);
 	set[0].hashcheck = (uint32) (hash >> 32);
@@ -254,7 +262,8 @@ owned_decision_snapshot(SnapshotData *buf)
 static void
 maybe_prune(Relation rel, Buffer buf)
 {
-	if (PageGetHeapFreeSpace(BufferGetPage(buf)) < OWNED_PRUNE_FREE)
+	if (!ORDERING_FAST_PATHS ||
+		PageGetHeapFreeSpace(BufferGetPage(buf)) < OWNED_PRUNE_FREE)
 		heap_page_prune_opt(rel, buf);
 }
 
@@ -350,8 +359,11 @@ fetch_cached(OwnedRel *orel, const Datum *key, uint64 hash, Snapshot snapshot,
 			 OwnedRow *row)
 {
 	Relation	rel = orel->rel;
-	OwnedTidSlot *set = cache_set(hash);
+	OwnedTidSlot *set;
 
+	if (!ORDERING_FAST_PATHS)
+		return false;
+	set = cache_set(hash);
 	for (int way = 0; way < 2; way++)
 	{
 		OwnedTidSlot *slot = &set[way];
