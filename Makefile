@@ -38,6 +38,8 @@ OBJS = \
 	src/parked.o \
 	src/newer_only.o \
 	src/stats.o \
+	src/stats_shmem.o \
+	src/stats_views.o \
 	src/sketch.o \
 	src/decision_log.o \
 	src/triggers.o \
