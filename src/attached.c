@@ -76,7 +76,7 @@
 
 #include "attached.h"
 #include "citus.h"
-#include "owned.h"
+#include "owned_rows.h"
 
 PG_FUNCTION_INFO_V1(ordering_sequencing_trigger);
 

@@ -64,7 +64,7 @@
 #include "utils/syscache.h"
 
 #include "citus.h"
-#include "owned.h"
+#include "owned_rows.h"
 #include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_attachment_register);

@@ -14,7 +14,7 @@
 
 #include "fmgr.h"
 #include "handlers.h"
-#include "owned.h"
+#include "owned_rows.h"
 #include "parked.h"
 
 /* What a decision about a key of ordering.positions decided */

@@ -43,7 +43,7 @@
 #include "utils/snapmgr.h"
 
 #include "counters.h"
-#include "owned.h"
+#include "owned_rows.h"
 #include "statement_counters.h"
 #include "stats.h"
 #include "wakeup.h"

@@ -753,6 +753,36 @@ pending_publish(void)
 }
 
 /*
+ * Hook: a supplied sequence number of a stream was refused (40001).  Counted
+ * into shared memory at once, as the transaction is about to roll back
+ * (file header).  Never raises: a full table drops the count, like commits.
+ */
+void
+ordering_stats_sequence_conflict(const char *stream)
+{
+	LWLockMode	mode = LW_SHARED;
+	StatsKey	key;
+	StreamEntry *entry;
+
+	if (stats_shared == NULL)
+		return;
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	copy_name(key.name, stream);
+
+	LWLockAcquire(stats_shared->lock, mode);
+	entry = shared_entry(stream_hash, ordering_max_streams, sizeof(StreamEntry),
+						 &key, &mode);
+	if (entry != NULL)
+	{
+		SpinLockAcquire(&entry->mutex);
+		entry->conflicts = ordering_counter_add(entry->conflicts, 1);
+		SpinLockRelease(&entry->mutex);
+	}
+	LWLockRelease(stats_shared->lock);
+}
+
+/*
  * Transaction callback: publish at commit, forget on abort and prepare.
  */
 static void

@@ -2,8 +2,7 @@
  *
  * stats_shmem.c
  *	  The shared memory of the statistics: the entries of consumers and
- *	  streams, the pool of hot-resource sketches, and the one count written
- *	  there at once (a sequence conflict).
+ *	  streams and the pool of hot-resource sketches.
  *
  * Shared memory (reserved only with shared_preload_libraries, through
  * shmem_request_hook and shmem_startup_hook, as in pg_stat_statements): two
@@ -54,7 +53,6 @@
 
 #include "settings.h"
 #include "sketch.h"
-#include "stats.h"
 #include "stats_shmem.h"
 
 #define STATS_TRANCHE "ordering_stats"
@@ -221,34 +219,4 @@ shared_entry(HTAB *hash, int max, Size entrysize, StatsKey *key,
 		SpinLockInit((slock_t *) (entry + offsetof(ConsumerEntry, mutex)));
 	}
 	return entry;
-}
-
-/*
- * Hook: a supplied sequence number of a stream was refused (40001).  Counted
- * into shared memory at once, as the transaction is about to roll back
- * (file header).  Never raises: a full table drops the count, like commits.
- */
-void
-ordering_stats_sequence_conflict(const char *stream)
-{
-	LWLockMode	mode = LW_SHARED;
-	StatsKey	key;
-	StreamEntry *entry;
-
-	if (stats_shared == NULL)
-		return;
-	memset(&key, 0, sizeof(key));
-	key.dbid = MyDatabaseId;
-	copy_name(key.name, stream);
-
-	LWLockAcquire(stats_shared->lock, mode);
-	entry = shared_entry(stream_hash, ordering_max_streams, sizeof(StreamEntry),
-						 &key, &mode);
-	if (entry != NULL)
-	{
-		SpinLockAcquire(&entry->mutex);
-		entry->conflicts = ordering_counter_add(entry->conflicts, 1);
-		SpinLockRelease(&entry->mutex);
-	}
-	LWLockRelease(stats_shared->lock);
 }

@@ -24,7 +24,6 @@
 
 #include "settings.h"
 #include "sketch.h"
-#include "stats.h"
 #include "stats_shmem.h"
 
 PG_FUNCTION_INFO_V1(ordering_consumer_counters);
