@@ -41,6 +41,9 @@
  * the other, each seeing the other's row (read with SnapshotSelf).  The
  * sequencing trigger's own reads (AccessShareLock) are not blocked.
  *
+ * Layer: SQL entry points (the registry writes of attach(), detach() and
+ * wake_relays()); they call citus.c and the storage layer.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

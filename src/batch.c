@@ -45,6 +45,10 @@
  * what the events before it did, as it would undo those single calls.  The
  * error's context line names the event (its ord).
  *
+ * Layer: a consumer entry point, beside dead_letters.c, above consumer.c;
+ * it calls consumer.c, the routing (consumer_citus.c) and handlers.c
+ * (through consumer.h).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

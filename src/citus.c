@@ -100,6 +100,9 @@
  * the storage layer's creators wait for each other, a SQL insert does not
  * take their lock).
  *
+ * Layer: producer services for streams Citus distributes, below attached.c,
+ * attachments.c and producer.c; it calls counters.c, plans.c and compat.h.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -75,6 +75,11 @@
  * consumer_deliver_event() and consumer_apply_event(), the code of the
  * single calls, once per event, with the tables opened once per call.
  *
+ * Layer: the consumer's decisions and single-event functions, below
+ * batch.c, dead_letters.c and consumer_call.c; it calls the routing
+ * (consumer_citus.c), handlers.c, dead_letter_store.c, parked.c, the
+ * storage layer, decision_log.c, settings and the statistics.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -57,6 +57,10 @@
  * transaction that runs sweep_gaps() and then delivers events reverses that
  * order, and may end in a deadlock error against a concurrent deliver().)
  *
+ * Layer: SQL entry points (the sweep and the gap views' functions), below
+ * worker.c; it calls gaps_citus.c, the storage layer, plans.c,
+ * decision_log.c, settings and the statistics.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

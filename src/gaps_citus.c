@@ -37,6 +37,10 @@
  * operator set; a sweep needs EXECUTE on ordering.sweep_gaps() too.  It
  * runs on every node as its caller, so the sets must be granted there.
  *
+ * Layer: the sweep of distributed consumers, below gaps.c; it calls
+ * consumer_citus.c (their tables), citus_meta.c, the storage layer,
+ * decision_log.c and the statistics.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -31,6 +31,9 @@
  * still using.  Other keys, and the same resource of another consumer, are
  * free.
  *
+ * Layer: below consumer.c, batch.c and dead_letters.c; it reads the ready
+ * list they hand it (parked.h) and calls no other file of the extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

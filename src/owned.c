@@ -87,6 +87,9 @@
  * package installed, ALTER EXTENSION ... UPDATE not run yet) finds tables
  * of another shape: it refuses them with a hint to update the extension.
  *
+ * Layer: the storage layer, part one, below every file that touches the
+ * extension's tables (owned_rows.c included); it calls only compat.h.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -93,6 +93,9 @@
  * behind one switch, ORDERING_FAST_PATHS (compat.h), which a build can turn
  * off to compare them with the plain ways.
  *
+ * Layer: the storage layer, part two, above owned.c and below every caller
+ * of owned_rows.h; it calls owned.c and compat.h.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

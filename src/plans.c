@@ -8,6 +8,8 @@
  * on first use and kept (SPI_keepplan) for the life of the backend; plan
  * invalidation replans a kept plan when the objects under it change.
  *
+ * Layer: the ground: it calls nothing of the extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -42,6 +42,11 @@
  * is not consulted then (pg_restore -j may load it after the tables):
  * ordering.post_restore() checks it against the triggers instead.
  *
+ * Layer: the top of the producer side (the sequencing trigger and the
+ * producer's SQL functions); it calls attached.c, citus.c, counters.c,
+ * provisional.c, resource_key.c, triggers.c, wakeup.c, the storage layer,
+ * settings and the statistics.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -68,6 +68,9 @@
  * their records with them: their numbers were given back by the rollback
  * itself.
  *
+ * Layer: executor hooks of the producer, below producer.c; it calls
+ * attached.c and counters.c.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -37,6 +37,9 @@
  * but what the postmaster's background-worker slots and the sweep's own
  * table locks (see gaps.c) provide.
  *
+ * Layer: the top of the sweep (background workers); it calls gaps.c
+ * (through SQL and gaps.h), plans.c and settings.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
