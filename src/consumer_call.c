@@ -59,60 +59,61 @@
 PG_FUNCTION_INFO_V1(ordering_consumer_call);
 PG_FUNCTION_INFO_V1(ordering_consumer_batch);
 
+/* Argument types of the consumer functions, as the forms below take them */
+static const Oid deliver_types[] = {TEXTOID, TEXTOID, INT8OID, JSONBOID,
+REGPROCEDUREOID, TEXTOID};
+static const Oid key_types[] = {TEXTOID, TEXTOID, INT8OID};
+static const Oid dead_types[] = {TEXTOID, TEXTOID, INT8OID, JSONBOID, TEXTOID};
+static const Oid retry_types[] = {TEXTOID, TEXTOID, REGPROCEDUREOID};
+
 /*
- * The consumer function a call function's op stands for, for the
- * privilege check: its name and argument types.
+ * The consumer function each op of a call function stands for: its name
+ * and argument types, and how many of them it takes (with an option given:
+ * the form of deliver() with on_error).  The batch function checks its
+ * three ops itself (ordering_consumer_batch).
+ */
+static const struct
+{
+	char		op;
+	const char *name;
+	const Oid  *types;
+	int			nargs;
+	int			nargs_option;
+}			dist_forms[] = {
+	{DIST_DELIVER, "deliver", deliver_types, 4, 4},
+	{DIST_DELIVER_HANDLER, "deliver", deliver_types, 5, 6},
+	{DIST_APPLY, "apply_if_newer", key_types, 3, 3},
+	{DIST_POSITION, "position", key_types, 2, 2},
+	{DIST_SKIP_GAP, "skip_gap", key_types, 2, 2},
+	{DIST_DEAD_LETTER, "dead_letter", dead_types, 5, 5},
+	{DIST_RETRY, "retry_dead_letter", retry_types, 2, 2},
+	{DIST_RETRY_HANDLER, "retry_dead_letter", retry_types, 3, 3},
+	{DIST_DISCARD, "discard_dead_letter", key_types, 2, 2},
+};
+
+/*
+ * The consumer function a call function's op stands for, for the privilege
+ * check; an error for an op of none.
  */
 static Oid
 dist_op_function(char op, bool option)
 {
-	static const Oid deliver[] = {TEXTOID, TEXTOID, INT8OID, JSONBOID,
-	REGPROCEDUREOID, TEXTOID};
-	static const Oid key[] = {TEXTOID, TEXTOID, INT8OID};
-	static const Oid dead[] = {TEXTOID, TEXTOID, INT8OID, JSONBOID, TEXTOID};
-	static const Oid retry[] = {TEXTOID, TEXTOID, REGPROCEDUREOID};
-	const char *name;
-	const Oid  *types;
-	int			nargs;
-	List	   *qualified;
-
-	switch (op)
+	for (int i = 0; i < lengthof(dist_forms); i++)
 	{
-		case DIST_DELIVER:
-			name = "deliver", types = deliver, nargs = 4;
-			break;
-		case DIST_DELIVER_HANDLER:
-			name = "deliver", types = deliver, nargs = option ? 6 : 5;
-			break;
-		case DIST_APPLY:
-			name = "apply_if_newer", types = key, nargs = 3;
-			break;
-		case DIST_POSITION:
-			name = "position", types = key, nargs = 2;
-			break;
-		case DIST_SKIP_GAP:
-			name = "skip_gap", types = key, nargs = 2;
-			break;
-		case DIST_DEAD_LETTER:
-			name = "dead_letter", types = dead, nargs = 5;
-			break;
-		case DIST_RETRY:
-			name = "retry_dead_letter", types = retry, nargs = 2;
-			break;
-		case DIST_RETRY_HANDLER:
-			name = "retry_dead_letter", types = retry, nargs = 3;
-			break;
-		case DIST_DISCARD:
-			name = "discard_dead_letter", types = key, nargs = 2;
-			break;
-		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("unknown operation \"%c\"", op)));
+		List	   *qualified;
+
+		if (dist_forms[i].op != op)
+			continue;
+		qualified = list_make1(makeString("ordering"));
+		qualified = lappend(qualified, makeString(pstrdup(dist_forms[i].name)));
+		return LookupFuncName(qualified,
+							  option ? dist_forms[i].nargs_option :
+							  dist_forms[i].nargs,
+							  dist_forms[i].types, false);
 	}
-	qualified = list_make1(makeString("ordering"));
-	qualified = lappend(qualified, makeString(pstrdup(name)));
-	return LookupFuncName(qualified, nargs, types, false);
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown operation \"%c\"", op)));
 }
 
 /*
