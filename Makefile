@@ -12,6 +12,7 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" ordering.contro
 MODULE_big = ordering
 OBJS = \
 	src/ordering.o \
+	src/settings.o \
 	src/plans.o \
 	src/owned.o \
 	src/owned_rows.o \
@@ -28,13 +29,17 @@ OBJS = \
 	src/protect.o \
 	src/consumer.o \
 	src/consumer_citus.o \
+	src/consumer_call.o \
 	src/citus_meta.o \
 	src/batch.o \
 	src/handlers.o \
 	src/dead_letters.o \
+	src/dead_letter_store.o \
 	src/parked.o \
 	src/newer_only.o \
 	src/stats.o \
+	src/stats_shmem.o \
+	src/stats_views.o \
 	src/sketch.o \
 	src/decision_log.o \
 	src/triggers.o \

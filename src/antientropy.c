@@ -26,6 +26,9 @@
  *
  * These functions keep no state; there is nothing to lock.
  *
+ * Layer: an SQL entry point (the reconcile() hashes) that calls only
+ * sha256.c.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -51,6 +51,10 @@
  * ordering_internal.sequencing_trigger(), which reads the trigger's
  * arguments from the relcache as the trigger itself gets them.
  *
+ * Layer: the producer's verdict on an attached table, below producer.c,
+ * provisional.c and restore.c; it calls citus.c (the counter shard of a
+ * distributed table) and the storage layer.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -76,8 +80,7 @@
 
 #include "attached.h"
 #include "citus.h"
-#include "ordering.h"
-#include "owned.h"
+#include "owned_rows.h"
 
 PG_FUNCTION_INFO_V1(ordering_sequencing_trigger);
 

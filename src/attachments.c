@@ -29,6 +29,10 @@
  * Calling them directly therefore gives no more than attach() and
  * detach() do.
  *
+ * ordering.wake_relays() writes the third thing of a registry row, its
+ * wake_relays option (wakeup.c says what the option does); it refuses a
+ * table whose stream Citus distributes (citus.c).
+ *
  * Locking: the caller's table in ShareRowExclusiveLock, as CREATE and DROP
  * TRIGGER take it (attach() and detach() hold it already), so the trigger
  * looked at cannot change before commit and the table's registry row has
@@ -36,6 +40,9 @@
  * conflicts with itself, so two attaches to one stream are judged one after
  * the other, each seeing the other's row (read with SnapshotSelf).  The
  * sequencing trigger's own reads (AccessShareLock) are not blocked.
+ *
+ * Layer: SQL entry points (the registry writes of attach(), detach() and
+ * wake_relays()); they call citus.c and the storage layer.
  *
  *-------------------------------------------------------------------------
  */
@@ -60,11 +67,12 @@
 #include "utils/syscache.h"
 
 #include "citus.h"
-#include "ordering.h"
-#include "owned.h"
+#include "owned_rows.h"
+#include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_attachment_register);
 PG_FUNCTION_INFO_V1(ordering_attachment_unregister);
+PG_FUNCTION_INFO_V1(ordering_wake_relays);
 
 /*
  * The sequencing trigger of "rel" (named ordering_sequence, calling
@@ -306,4 +314,76 @@ ordering_attachment_unregister(PG_FUNCTION_ARGS)
 	if (stream == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(stream);
+}
+
+/*
+ * ordering.wake_relays(tbl regclass, enabled boolean DEFAULT true)
+ * returns void
+ *
+ * Turns the wake-up of an attached table on or off (file header).  Needs
+ * the TRIGGER privilege on the table, as attaching it does.
+ */
+Datum
+ordering_wake_relays(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	bool		enabled;
+	AclResult	aclresult;
+	List	   *tables;
+	ListCell   *lc;
+	OwnedRel	attachments;
+	OwnedRow	row;
+	Datum		key[1];
+	Datum		values[OWNED_MAX_NATTS];
+	bool		nulls[OWNED_MAX_NATTS];
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table must not be null")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("enabled must not be null")));
+	relid = PG_GETARG_OID(0);
+	enabled = PG_GETARG_BOOL(1);
+	owned_prevent_write("ordering.wake_relays()");
+
+	LockRelationOid(relid, ShareRowExclusiveLock);
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_TRIGGER);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult,
+					   get_relkind_objtype(get_rel_relkind(relid)),
+					   get_rel_name(relid));
+	/* its partitions too: rows inserted into one lock only the partition */
+	tables = find_all_inheritors(relid, ShareRowExclusiveLock, NULL);
+
+	key[0] = ObjectIdGetDatum(relid);
+	owned_open(OWNED_ATTACHMENTS, RowExclusiveLock, &attachments);
+	if (!owned_fetch(&attachments, key, SnapshotSelf, &row) ||
+		!DatumGetBool(row.values[ATTACHMENTS_ATTACHED - 1]))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("relation \"%s\" is not attached", get_rel_name(relid)),
+				 errhint("Call ordering.attach() on it first.")));
+	if (OidIsValid(citus_stream_counter_table(DatumGetTextPP(row.values[ATTACHMENTS_STREAM - 1]))))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("relation \"%s\" is distributed by Citus: its rows are stored on the workers, in transactions that Citus may prepare for two-phase commit, which cannot send NOTIFY",
+						get_rel_name(relid)),
+				 errhint("Relays of a distributed outbox poll each node with ordering.claim_unpublished_on_node() (docs/citus.md).")));
+	memcpy(values, row.values, sizeof(values));
+	memcpy(nulls, row.nulls, sizeof(nulls));
+	values[ATTACHMENTS_WAKE_RELAYS - 1] = BoolGetDatum(enabled);
+	/* the table's lock serializes every writer of its registry row */
+	owned_update(&attachments, &row, values, nulls);
+	owned_close(&attachments);
+
+	foreach(lc, tables)
+		CacheInvalidateRelcacheByRelid(lfirst_oid(lc));
+	PG_RETURN_VOID();
 }

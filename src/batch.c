@@ -45,6 +45,10 @@
  * what the events before it did, as it would undo those single calls.  The
  * error's context line names the event (its ord).
  *
+ * Layer: a consumer entry point, beside dead_letters.c, above consumer.c;
+ * it calls consumer.c, the routing (consumer_citus.c) and handlers.c
+ * (through consumer.h).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -57,8 +61,10 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
+#include "batch.h"
 #include "consumer.h"
 #include "consumer_citus.h"
+#include "consumer_srf.h"
 
 PG_FUNCTION_INFO_V1(ordering_deliver_batch);
 PG_FUNCTION_INFO_V1(ordering_deliver_batch_handler);

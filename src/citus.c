@@ -100,6 +100,9 @@
  * the storage layer's creators wait for each other, a SQL insert does not
  * take their lock).
  *
+ * Layer: producer services for streams Citus distributes, below attached.c,
+ * attachments.c and producer.c; it calls counters.c, plans.c and compat.h.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -123,8 +126,9 @@
 #include "utils/syscache.h"
 
 #include "citus.h"
+#include "compat.h"
 #include "counters.h"
-#include "ordering.h"
+#include "plans.h"
 
 /*
  * How long the trigger waits for this node's metadata to show a shard that
@@ -447,20 +451,20 @@ citus_counter_shard(Relation rel, Trigger *trigger, Oid *logical,
  * Citus's: the hash function of text in the column's collation.
  */
 void
-citus_check_shard_range(Relation rel, const AttachedTable *table,
+citus_check_shard_range(Relation rel, int32 hash_min, int32 hash_max,
 						AttrNumber resattno, text *resource)
 {
 	Oid			collation = TupleDescAttr(RelationGetDescr(rel), resattno - 1)->attcollation;
 	int32		hash = DatumGetInt32(DirectFunctionCall1Coll(hashtext, collation,
 															 PointerGetDatum(resource)));
 
-	if (hash < table->hash_min || hash > table->hash_max)
+	if (hash < hash_min || hash > hash_max)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("resource \"%s\" does not belong in shard \"%s\"",
 						text_to_cstring(resource), RelationGetRelationName(rel)),
 				 errdetail("Its hash %d is outside the shard's range [%d, %d]: the row was not routed by Citus, and the counters next to this shard do not count its resource.",
-						   hash, table->hash_min, table->hash_max),
+						   hash, hash_min, hash_max),
 				 errhint("Insert into the distributed table, not into its shards.")));
 }
 

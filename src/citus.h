@@ -12,15 +12,14 @@
 #include "commands/trigger.h"
 #include "utils/relcache.h"
 
-#include "attached.h"
-
 extern Oid	citus_stream_counter_table(text *stream);
 extern bool citus_is_counter_argument(text *stream, const char *arg);
 extern Oid	citus_counter_shard(Relation rel, Trigger *trigger, Oid *logical,
 								Oid *counters, int32 *hash_min,
 								int32 *hash_max);
-extern void citus_check_shard_range(Relation rel, const AttachedTable *table,
-									AttrNumber resattno, text *resource);
+extern void citus_check_shard_range(Relation rel, int32 hash_min,
+									int32 hash_max, AttrNumber resattno,
+									text *resource);
 extern bool citus_next_sequence(text *stream, text *resource, int64 *seq);
 extern bool citus_last_sequence(text *stream, text *resource, int64 *seq);
 

@@ -50,6 +50,9 @@
  * and then takes in the invalidations, so that what we saw and what Citus
  * plans with agree.
  *
+ * Layer: the ground: Citus's catalogs, read for consumer_citus.c and
+ * gaps_citus.c; it calls nothing of the extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -197,6 +197,22 @@ ordering_index_needs_entry(Relation index, OrderingIndexUpdate indexes)
 }
 
 /*
+ * The storage layer's fast paths, all three behind this one switch: the
+ * TID cache, its own pruning rule and the in-place overwrite of a version
+ * of the current command (owned_rows.c's file header says what each does
+ * and why it is safe).  Each leans on how this server's heap access method
+ * behaves: a HOT update keeps the root of the chain, heap_page_prune_opt()
+ * prunes whenever a page has less room than the fillfactor leaves, and
+ * heap_inplace_update() exists (below).  To compare, or to rule them out,
+ * build with them off (make COPT=-DORDERING_FAST_PATHS=0): rows are
+ * then found through the primary key, pages are pruned by heapam's rule at
+ * every visit, and every write adds a version, as an UPDATE would.
+ */
+#ifndef ORDERING_FAST_PATHS
+#define ORDERING_FAST_PATHS 1
+#endif
+
+/*
  * Overwrite a heap tuple's data in place, without a new version:
  * newtup->t_self names the tuple, and newtup has its length and header
  * length (only fixed-width values differ).  The caller overwrites only a
@@ -217,7 +233,7 @@ ordering_index_needs_entry(Relation index, OrderingIndexUpdate indexes)
 static inline bool
 ordering_heap_inplace_update(Relation rel, HeapTuple newtup)
 {
-#if PG_VERSION_NUM >= 180000
+#if PG_VERSION_NUM >= 180000 || !ORDERING_FAST_PATHS
 	return false;
 #else
 	heap_inplace_update(rel, newtup);

@@ -75,6 +75,11 @@
  * consumer_deliver_event() and consumer_apply_event(), the code of the
  * single calls, once per event, with the tables opened once per call.
  *
+ * Layer: the consumer's decisions and single-event functions, below
+ * batch.c, dead_letters.c and consumer_call.c; it calls the routing
+ * (consumer_citus.c), handlers.c, dead_letter_store.c, parked.c, the
+ * storage layer, decision_log.c, settings and the statistics.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -88,8 +93,10 @@
 
 #include "consumer.h"
 #include "consumer_citus.h"
+#include "consumer_srf.h"
+#include "dead_letter_store.h"
 #include "decision_log.h"
-#include "ordering.h"
+#include "settings.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(ordering_apply_if_newer);
@@ -165,22 +172,6 @@ payload_arg(FunctionCallInfo fcinfo)
 	if (PG_ARGISNULL(3))
 		return (Datum) 0;
 	return PointerGetDatum(PG_DETOAST_DATUM(PG_GETARG_DATUM(3)));
-}
-
-/*
- * Set up the tuplestore of the calls that return (seq, payload) rows.  The
- * executor passes the row type it expects (our OUT parameters) in
- * expectedDesc: using it saves building the same descriptor from pg_proc at
- * every call, which get_call_result_type() would.
- */
-void
-consumer_materialize(FunctionCallInfo fcinfo)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	bool		expected = rsinfo != NULL && IsA(rsinfo, ReturnSetInfo) &&
-	rsinfo->expectedDesc != NULL;
-
-	InitMaterializedSRF(fcinfo, expected ? MAT_SRF_USE_EXPECTED_DESC : 0);
 }
 
 /*

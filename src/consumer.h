@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * consumer.h
- *	  What the files of the consumer side share: consumer.c (the decisions
- *	  and deliver/apply_if_newer/skip_gap/position), batch.c (the set-based
- *	  deliver_batch/apply_batch, on consumer.c's decisions), handlers.c
- *	  (calling the handler of deliver(..., handler)) and dead_letters.c.
+ *	  The decisions of the consumer side and the single-event consumer
+ *	  functions (consumer.c), for the files above it: batch.c (the
+ *	  set-based deliver_batch/apply_batch), dead_letters.c (dead_letter,
+ *	  retry_dead_letter, discard_dead_letter) and consumer_call.c (a
+ *	  distributed consumer's call on the node of its resource).
  *
  *-------------------------------------------------------------------------
  */
@@ -12,16 +13,9 @@
 #define ORDERING_CONSUMER_H
 
 #include "fmgr.h"
-#include "owned.h"
+#include "handlers.h"
+#include "owned_rows.h"
 #include "parked.h"
-
-/* A resolved handler of deliver(..., handler), cached in fn_extra */
-typedef struct HandlerCache
-{
-	Oid			handler;
-	bool		strict;
-	FmgrInfo	flinfo;
-} HandlerCache;
 
 /* What a decision about a key of ordering.positions decided */
 typedef enum KeyPlan
@@ -66,20 +60,11 @@ typedef struct DeliverTables
 	OwnedRel	parked;
 } DeliverTables;
 
-/* A dead letter as stored */
-typedef struct DeadLetter
-{
-	int64		seq;
-	Datum		payload;
-	bool		isnull;
-} DeadLetter;
-
 /* consumer.c */
 extern void consumer_check_consumer(text *consumer);
 extern void consumer_check_seq(int64 seq);
 extern void consumer_key_args(FunctionCallInfo fcinfo, text **consumer,
 							  text **resource, int64 *seq);
-extern void consumer_materialize(FunctionCallInfo fcinfo);
 extern void consumer_return_ready(FunctionCallInfo fcinfo, ReadyList *ready);
 extern void consumer_continue_run(KeyDecision *kd, int64 to);
 extern void consumer_read_position(const OwnedRow *row, Datum *values,
@@ -104,36 +89,14 @@ extern bool consumer_apply_event(OwnedRel *positions, const char *name,
 								 text *consumer, text *resource, int64 seq);
 
 /*
- * The consumer functions themselves: a distributed consumer's call function
- * runs them on the node of the resource (consumer_citus.c).
+ * The consumer functions of consumer.c: the call function of a
+ * distributed consumer runs them on the node of the resource
+ * (consumer_call.c).
  */
 extern PGDLLEXPORT Datum ordering_deliver(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum ordering_deliver_handler(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum ordering_apply_if_newer(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum ordering_position(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum ordering_skip_gap(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum ordering_dead_letter(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum ordering_retry_dead_letter(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum ordering_retry_dead_letter_handler(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum ordering_discard_dead_letter(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum ordering_deliver_batch(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum ordering_deliver_batch_handler(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum ordering_apply_batch(PG_FUNCTION_ARGS);
-
-/* batch.c: the ords of a part of a distributed consumer's batch, or NULL */
-extern const int32 *batch_ords;
-
-/* handlers.c */
-extern HandlerCache *handler_lookup(FunctionCallInfo fcinfo, int argno);
-extern bool handler_dead_lettering(FunctionCallInfo fcinfo, int argno);
-extern int	handler_run(HandlerCache *hc, const Datum *key, ReadyList *ready,
-						bool guarded, ErrorData **failure);
-extern void handler_check_reentry(const Datum *key);
-
-/* dead_letters.c */
-extern void dead_letter_put(OwnedRel *parked, const Datum *key,
-							const ReadyEvent *event, const char *sqlstate,
-							const char *message, const char *detail);
-extern void dead_letter_remove(const Datum *key);
 
 #endif							/* ORDERING_CONSUMER_H */

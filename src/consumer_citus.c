@@ -40,23 +40,9 @@
  * own, and with it no move or split of the group can change the
  * placements between the routing and the call.
  *
- * The call (the resource's node).  ordering_consumer_call() finds the
- * consumer's tables by its own name, checks that the caller may execute
- * the consumer function it stands for, finds the shard of the resource,
- * takes its metadata lock in ShareLock and looks again (citus_meta.c: a
- * move or split that blocked writes first has committed, and the shard is
- * looked up anew; one that starts later waits for this transaction), and
- * refuses if the shard is not placed here (SQLSTATE 40001: only a caller
- * that routed without the lock can get here then).  It then points the
- * storage layer's four tables at the shards of the group for the duration
- * of the call (owned_redirect) and runs the consumer function itself: the
- * decisions, the locking rules of owned_rows.c and consumer.c, parking,
- * handlers, dead letters and gap requests are those of one node, on
- * tables that hold only this consumer's rows.  A handler runs on that
- * node, under Citus's force-delegation rule: its queries may touch only
- * the rows of the same resource in co-located tables (its projection).
- * A consumer function called from it for another consumer or resource is
- * refused (0A000): the tables in use are those of one shard group.
+ * The call (the resource's node) is consumer_call.c's: it runs the
+ * consumer function itself on the shards of the resource, with the
+ * helpers of consumer_citus_internal.h.
  *
  * A consumer distributed while a call was deciding.  distribute_consumer()
  * locks the extension's local tables against writes, moves the consumer's
@@ -67,6 +53,12 @@
  * committed before), confirms its decision when the catalog changed
  * meanwhile (consumer_route_confirm), and fails with 40001 if the consumer
  * is distributed now.
+ *
+ * Layer: below the consumer functions, which call consumer_routed() first
+ * (consumer.c, batch.c, dead_letters.c), and above what it routes with:
+ * the Citus metadata (citus_meta.c), the storage layer (owned.c) and
+ * sha256.c.  It never calls a consumer function: the call on the
+ * resource's node does (consumer_call.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -100,18 +92,14 @@
 
 #include "citus_meta.h"
 #include "compat.h"
-#include "consumer.h"
 #include "consumer_citus.h"
-#include "ordering.h"
+#include "consumer_citus_internal.h"
+#include "consumer_srf.h"
 #include "owned.h"
 #include "sha256.h"
+#include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_consumer_tag);
-PG_FUNCTION_INFO_V1(ordering_consumer_call);
-PG_FUNCTION_INFO_V1(ordering_consumer_batch);
-
-/* "consumer_" and 16 hex digits */
-#define TAG_LEN		(9 + 16)
 
 /* How often a call looks for its shard again after a split */
 #define SHARD_TRIES	8
@@ -130,20 +118,12 @@ static struct
 }			dist_last;
 
 /* The call running on this node for its resource, while it runs */
-static struct
-{
-	text	   *consumer;
-	text	   *resource;
-}			dist_current;
+DistCurrent dist_current;
 
 static bool dist_callback_registered = false;
 
 /* The storage layer's tables, and the suffix of a consumer's own */
-static const struct
-{
-	OwnedTableId id;
-	const char *suffix;
-}			dist_tables[] = {
+const DistTable dist_tables[DIST_NUM_TABLES] = {
 	{OWNED_POSITIONS, "_positions"},
 	{OWNED_PARKED, "_parked"},
 	{OWNED_DEAD_LETTERS, "_dead_letters"},
@@ -153,7 +133,7 @@ static const struct
 /*
  * The tag of a consumer (file header) into buf (TAG_LEN + 1 bytes).
  */
-static void
+void
 consumer_tag(text *consumer, char *buf)
 {
 	unsigned char digest[ORDERING_SHA256_LEN];
@@ -327,7 +307,7 @@ consumer_route_recheck(text *consumer)
  * the shard found before and after the lock is the same (a split may have
  * replaced it meanwhile).  See citus_meta.c.
  */
-static void
+void
 dist_lock_resource(Oid positions, text *resource, CitusTable *table,
 				   CitusShard *shard)
 {
@@ -450,7 +430,7 @@ dist_call_sql(FunctionCallInfo fcinfo, char op, const char *tag)
 /*
  * Is op one whose consumer function returns rows (seq, payload)?
  */
-static bool
+bool
 dist_op_returns_rows(char op)
 {
 	return op == DIST_DELIVER || op == DIST_SKIP_GAP || op == DIST_RETRY ||
@@ -606,273 +586,6 @@ consumer_route(FunctionCallInfo fcinfo, char op, Datum *result)
 	return true;
 }
 
-/*
- * The consumer function a call function's op stands for, for the
- * privilege check: its name and argument types.
- */
-static Oid
-dist_op_function(char op, bool option)
-{
-	static const Oid deliver[] = {TEXTOID, TEXTOID, INT8OID, JSONBOID,
-	REGPROCEDUREOID, TEXTOID};
-	static const Oid key[] = {TEXTOID, TEXTOID, INT8OID};
-	static const Oid dead[] = {TEXTOID, TEXTOID, INT8OID, JSONBOID, TEXTOID};
-	static const Oid retry[] = {TEXTOID, TEXTOID, REGPROCEDUREOID};
-	const char *name;
-	const Oid  *types;
-	int			nargs;
-	List	   *qualified;
-
-	switch (op)
-	{
-		case DIST_DELIVER:
-			name = "deliver", types = deliver, nargs = 4;
-			break;
-		case DIST_DELIVER_HANDLER:
-			name = "deliver", types = deliver, nargs = option ? 6 : 5;
-			break;
-		case DIST_APPLY:
-			name = "apply_if_newer", types = key, nargs = 3;
-			break;
-		case DIST_POSITION:
-			name = "position", types = key, nargs = 2;
-			break;
-		case DIST_SKIP_GAP:
-			name = "skip_gap", types = key, nargs = 2;
-			break;
-		case DIST_DEAD_LETTER:
-			name = "dead_letter", types = dead, nargs = 5;
-			break;
-		case DIST_RETRY:
-			name = "retry_dead_letter", types = retry, nargs = 2;
-			break;
-		case DIST_RETRY_HANDLER:
-			name = "retry_dead_letter", types = retry, nargs = 3;
-			break;
-		case DIST_DISCARD:
-			name = "discard_dead_letter", types = key, nargs = 2;
-			break;
-		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("unknown operation \"%c\"", op)));
-	}
-	qualified = list_make1(makeString("ordering"));
-	qualified = lappend(qualified, makeString(pstrdup(name)));
-	return LookupFuncName(qualified, nargs, types, false);
-}
-
-/*
- * Check that the caller of a call function may execute the consumer
- * function it stands for (for deliver() with a handler, the form with
- * on_error when an option is given): the call function is executable by
- * every role, and does nothing a role could not do through the consumer
- * functions.
- */
-static void
-dist_check_privilege(char op, bool option)
-{
-	Oid			fn = dist_op_function(op, option);
-	AclResult	aclresult = ordering_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
-
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_FUNCTION, format_procedure(fn));
-}
-
-/*
- * The shards of a distributed consumer's tables that sit with the shard of
- * a resource, on this node, with their metadata lock (file header);
- * shard gets the resource's shard.
- */
-static void
-dist_local_shards(const char *tag, text *consumer, text *resource,
-				  CitusTable *table, CitusShard *shard,
-				  Oid shards[lengthof(dist_tables)])
-{
-	Oid			positions = consumer_dist_relation(tag, "_positions");
-
-	if (!OidIsValid(positions))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("consumer \"%s\" is not distributed on this node",
-						text_to_cstring(consumer))));
-	dist_lock_resource(positions, resource, table, shard);
-	if (!citus_shard_here(shard->shardid))
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("the shard of resource \"%s\" of consumer \"%s\" is not on this node",
-						text_to_cstring(resource), text_to_cstring(consumer)),
-				 errdetail("Shard " INT64_FORMAT " moved while the call was routed.",
-						   shard->shardid),
-				 errhint("Retry the transaction.")));
-	for (int i = 0; i < lengthof(dist_tables); i++)
-	{
-		Oid			rel = consumer_dist_relation(tag, dist_tables[i].suffix);
-		CitusShard	sibling;
-
-		if (!OidIsValid(rel) || !citus_colocated_shard(rel, shard->minvalue, &sibling))
-			elog(ERROR, "no shard of %s%s co-located with shard " INT64_FORMAT,
-				 tag, dist_tables[i].suffix, shard->shardid);
-		shards[i] = citus_shard_relid(rel, sibling.shardid);
-		if (!OidIsValid(shards[i]))
-			elog(ERROR, "shard " INT64_FORMAT " of %s%s is not on this node",
-				 sibling.shardid, tag, dist_tables[i].suffix);
-	}
-}
-
-/*
- * Check that a call or batch function runs as the one of this consumer:
- * its own name is <tag of the consumer><suffix>.  Fills tag.
- */
-static void
-dist_check_function(FunctionCallInfo fcinfo, text *consumer,
-					const char *suffix, char *tag)
-{
-	char	   *own_name = get_func_name(fcinfo->flinfo->fn_oid);
-
-	consumer_tag(consumer, tag);
-	if (own_name == NULL || strncmp(own_name, tag, TAG_LEN) != 0 ||
-		strcmp(own_name + TAG_LEN, suffix) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("function %s is not the %s function of consumer \"%s\"",
-						own_name ? own_name : "?", suffix + 1,
-						text_to_cstring(consumer))));
-}
-
-/*
- * ordering_internal.<tag>_call(op "char", resource_id text, consumer text,
- *								seq bigint, payload jsonb,
- *								handler regprocedure, option text)
- * returns table (seq bigint, payload jsonb)
- *
- * Runs one consumer function's call on this node's shards of the
- * resource (file header).  Rows for the functions that return rows; one
- * row whose seq is the result for the others.
- */
-Datum
-ordering_consumer_call(PG_FUNCTION_ARGS)
-{
-	LOCAL_FCINFO(inner, 6);
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char		op;
-	text	   *consumer;
-	text	   *resource;
-	char		tag[TAG_LEN + 1];
-	CitusTable	table;
-	CitusShard	shard;
-	Oid			saved[lengthof(dist_tables)];
-	Oid			shards[lengthof(dist_tables)];
-	text	   *saved_consumer = dist_current.consumer;
-	text	   *saved_resource = dist_current.resource;
-	int			nargs = 2;
-	volatile Datum result = (Datum) 0;
-
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("op, resource_id and consumer must not be null")));
-	op = PG_GETARG_CHAR(0);
-	resource = PG_GETARG_TEXT_PP(1);
-	consumer = PG_GETARG_TEXT_PP(2);
-
-	/* the function of this consumer, and a consumer function it may run */
-	dist_check_function(fcinfo, consumer, "_call", tag);
-	dist_check_privilege(op, !PG_ARGISNULL(6));
-
-	/* the resource's shards, here, and their metadata lock */
-	dist_local_shards(tag, consumer, resource, &table, &shard, shards);
-
-	/* the consumer function's own arguments */
-	InitFunctionCallInfoData(*inner, fcinfo->flinfo, 0, InvalidOid, NULL,
-							 dist_op_returns_rows(op) ? (Node *) rsinfo : NULL);
-	inner->args[0] = fcinfo->args[2];
-	inner->args[1] = fcinfo->args[1];
-	switch (op)
-	{
-		case DIST_DELIVER:
-			inner->args[2] = fcinfo->args[3];
-			inner->args[3] = fcinfo->args[4];
-			nargs = 4;
-			break;
-		case DIST_DELIVER_HANDLER:
-		case DIST_DEAD_LETTER:
-			inner->args[2] = fcinfo->args[3];
-			inner->args[3] = fcinfo->args[4];
-			inner->args[4] = op == DIST_DEAD_LETTER ? fcinfo->args[6] :
-				fcinfo->args[5];
-			inner->args[5] = fcinfo->args[6];
-			nargs = op == DIST_DEAD_LETTER || PG_ARGISNULL(6) ? 5 : 6;
-			break;
-		case DIST_APPLY:
-			inner->args[2] = fcinfo->args[3];
-			nargs = 3;
-			break;
-		case DIST_RETRY_HANDLER:
-			inner->args[2] = fcinfo->args[5];
-			nargs = 3;
-			break;
-	}
-	inner->nargs = nargs;
-	if (!dist_op_returns_rows(op))
-		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-
-	for (int i = 0; i < lengthof(dist_tables); i++)
-		saved[i] = owned_redirect(dist_tables[i].id, shards[i]);
-	dist_current.consumer = consumer;
-	dist_current.resource = resource;
-	PG_TRY();
-	{
-		switch (op)
-		{
-			case DIST_DELIVER:
-				(void) ordering_deliver(inner);
-				break;
-			case DIST_DELIVER_HANDLER:
-				result = Int64GetDatum(DatumGetInt32(ordering_deliver_handler(inner)));
-				break;
-			case DIST_APPLY:
-				result = Int64GetDatum(DatumGetBool(ordering_apply_if_newer(inner)) ? 1 : 0);
-				break;
-			case DIST_POSITION:
-				result = ordering_position(inner);
-				break;
-			case DIST_SKIP_GAP:
-				(void) ordering_skip_gap(inner);
-				break;
-			case DIST_DEAD_LETTER:
-				(void) ordering_dead_letter(inner);
-				break;
-			case DIST_RETRY:
-				(void) ordering_retry_dead_letter(inner);
-				break;
-			case DIST_RETRY_HANDLER:
-				result = Int64GetDatum(DatumGetInt32(ordering_retry_dead_letter_handler(inner)));
-				break;
-			case DIST_DISCARD:
-				(void) ordering_discard_dead_letter(inner);
-				break;
-		}
-	}
-	PG_FINALLY();
-	{
-		for (int i = 0; i < lengthof(dist_tables); i++)
-			(void) owned_redirect(dist_tables[i].id, saved[i]);
-		dist_current.consumer = saved_consumer;
-		dist_current.resource = saved_resource;
-	}
-	PG_END_TRY();
-
-	if (!dist_op_returns_rows(op))
-	{
-		Datum		values[2] = {result, (Datum) 0};
-		bool		nulls[2] = {false, true};
-
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
-}
-
 /* One event of a distributed consumer's batch, on the caller's node */
 typedef struct DistEvent
 {
@@ -943,7 +656,7 @@ dist_row_cmp(const void *a, const void *b)
 /*
  * The elements of a batch function's array argument (checked by batch.c).
  */
-static int
+int
 dist_array(FunctionCallInfo fcinfo, int argno, Oid type, Datum **values,
 		   bool **nulls)
 {
@@ -1221,177 +934,4 @@ consumer_batch_route(FunctionCallInfo fcinfo, char op, Datum *result)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return true;
-}
-
-/*
- * ordering_internal.<tag>_batch(op "char", resource_id text, consumer text,
- *								 ords integer[], resource_ids text[],
- *								 seqs bigint[], payloads jsonb[],
- *								 handler regprocedure, option text)
- * returns table (ord integer, seq bigint, payload jsonb)
- *
- * Runs a part of a batch on this node's shards of resource_id (every event
- * must be of that shard; of that resource for the handler form), through
- * the batch function it stands for, the events named by their ords in the
- * whole batch: deliver_batch()'s rows; apply_batch()'s (ord, 1 or 0 for
- * applied); for the handler form one row whose seq is the count.
- */
-Datum
-ordering_consumer_batch(PG_FUNCTION_ARGS)
-{
-	LOCAL_FCINFO(inner, 6);
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char		op;
-	text	   *consumer;
-	text	   *resource;
-	char		tag[TAG_LEN + 1];
-	CitusTable	table;
-	CitusShard	shard;
-	Oid			shards[lengthof(dist_tables)];
-	Oid			saved[lengthof(dist_tables)];
-	text	   *saved_consumer = dist_current.consumer;
-	text	   *saved_resource = dist_current.resource;
-	const int32 *saved_ords = batch_ords;
-	Datum	   *ords;
-	bool	   *ordnulls;
-	Datum	   *ids;
-	bool	   *idnulls;
-	int			n;
-	int32	   *ordvals;
-	ReturnSetInfo part = {0};
-	volatile Datum ran = (Datum) 0;
-
-	for (int i = 0; i < 5; i++)
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("op, resource_id, consumer, ords and resource_ids must not be null")));
-	op = PG_GETARG_CHAR(0);
-	resource = PG_GETARG_TEXT_PP(1);
-	consumer = PG_GETARG_TEXT_PP(2);
-	dist_check_function(fcinfo, consumer, "_batch", tag);
-	{
-		static const Oid deliver[] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID,
-		JSONBARRAYOID, REGPROCEDUREOID, TEXTOID};
-		List	   *name = list_make1(makeString("ordering"));
-		Oid			fn;
-		AclResult	aclresult;
-
-		if (op != DIST_DELIVER_BATCH && op != DIST_DELIVER_BATCH_HANDLER &&
-			op != DIST_APPLY_BATCH)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("unknown operation \"%c\"", op)));
-		name = lappend(name, makeString(op == DIST_APPLY_BATCH ? "apply_batch" :
-										"deliver_batch"));
-		fn = LookupFuncName(name, op == DIST_DELIVER_BATCH_HANDLER ? 6 :
-							op == DIST_DELIVER_BATCH ? 4 : 3, deliver, false);
-		aclresult = ordering_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
-		if (aclresult != ACLCHECK_OK)
-			aclcheck_error(aclresult, OBJECT_FUNCTION, format_procedure(fn));
-	}
-
-	/* the part's shard, here; every event of the part is of it */
-	dist_local_shards(tag, consumer, resource, &table, &shard, shards);
-	n = dist_array(fcinfo, 4, TEXTOID, &ids, &idnulls);
-	if (dist_array(fcinfo, 3, INT4OID, &ords, &ordnulls) != n)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ords and resource_ids must have the same length")));
-	ordvals = palloc(sizeof(int32) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		int32		hash;
-
-		if (ordnulls[i] || idnulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("ords and resource_ids must not hold nulls")));
-		ordvals[i] = DatumGetInt32(ords[i]);
-		hash = citus_hash(&table, ids[i]);
-		if (hash < shard.minvalue || hash > shard.maxvalue ||
-			(op == DIST_DELIVER_BATCH_HANDLER &&
-			 !ordering_text_equal(DatumGetTextPP(ids[i]), resource)))
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("event %d of the batch is not of the part's shard", ordvals[i]),
-					 errhint("Retry the transaction.")));
-	}
-
-	/* the batch function's own arguments */
-	InitFunctionCallInfoData(*inner, fcinfo->flinfo,
-							 op == DIST_DELIVER_BATCH_HANDLER ? 6 :
-							 op == DIST_DELIVER_BATCH ? 4 : 3,
-							 InvalidOid, NULL, NULL);
-	inner->args[0] = fcinfo->args[2];
-	inner->args[1] = fcinfo->args[4];
-	inner->args[2] = fcinfo->args[5];
-	inner->args[3] = fcinfo->args[6];
-	inner->args[4] = fcinfo->args[7];
-	inner->args[5] = fcinfo->args[8];
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	if (op == DIST_DELIVER_BATCH)
-		inner->resultinfo = (Node *) rsinfo;
-	else if (op == DIST_APPLY_BATCH)
-	{
-		/* apply_batch()'s rows (ord, applied), copied below */
-		part.type = T_ReturnSetInfo;
-		part.econtext = rsinfo->econtext;
-		part.allowedModes = SFRM_Materialize;
-		part.expectedDesc = CreateTemplateTupleDesc(2);
-		TupleDescInitEntry(part.expectedDesc, 1, "ord", INT4OID, -1, 0);
-		TupleDescInitEntry(part.expectedDesc, 2, "applied", BOOLOID, -1, 0);
-		inner->resultinfo = (Node *) &part;
-	}
-
-	for (int i = 0; i < lengthof(dist_tables); i++)
-		saved[i] = owned_redirect(dist_tables[i].id, shards[i]);
-	dist_current.consumer = consumer;
-	dist_current.resource = resource;
-	batch_ords = ordvals;
-	PG_TRY();
-	{
-		if (op == DIST_DELIVER_BATCH)
-			(void) ordering_deliver_batch(inner);
-		else if (op == DIST_APPLY_BATCH)
-			(void) ordering_apply_batch(inner);
-		else
-			ran = ordering_deliver_batch_handler(inner);
-	}
-	PG_FINALLY();
-	{
-		for (int i = 0; i < lengthof(dist_tables); i++)
-			(void) owned_redirect(dist_tables[i].id, saved[i]);
-		dist_current.consumer = saved_consumer;
-		dist_current.resource = saved_resource;
-		batch_ords = saved_ords;
-	}
-	PG_END_TRY();
-
-	if (op == DIST_APPLY_BATCH)
-	{
-		TupleTableSlot *slot = MakeSingleTupleTableSlot(part.setDesc,
-														&TTSOpsMinimalTuple);
-
-		while (tuplestore_gettupleslot(part.setResult, true, false, slot))
-		{
-			bool		isnull;
-			Datum		values[3];
-			bool		nulls[3] = {false, false, true};
-
-			values[0] = slot_getattr(slot, 1, &isnull);
-			values[1] = Int64GetDatum(DatumGetBool(slot_getattr(slot, 2, &isnull)) ? 1 : 0);
-			values[2] = (Datum) 0;
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
-		ExecDropSingleTupleTableSlot(slot);
-	}
-	else if (op == DIST_DELIVER_BATCH_HANDLER)
-	{
-		Datum		values[3] = {Int32GetDatum(0), Int64GetDatum(DatumGetInt32(ran)), (Datum) 0};
-		bool		nulls[3] = {false, false, true};
-
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
 }

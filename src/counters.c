@@ -33,6 +33,10 @@
  * written by nobody else meanwhile, and other transactions wait for its
  * lock as they always did: numbers still follow commit order.
  *
+ * Layer: producer services, below producer.c, citus.c, provisional.c and
+ * restore.c; it calls statement_counters.c, wakeup.c, the storage layer and
+ * the statistics.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -43,7 +47,7 @@
 #include "utils/snapmgr.h"
 
 #include "counters.h"
-#include "owned.h"
+#include "owned_rows.h"
 #include "statement_counters.h"
 #include "stats.h"
 #include "wakeup.h"

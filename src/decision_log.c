@@ -9,6 +9,8 @@
  *
  * Locking: none; backend-local.
  *
+ * Layer: the ground: it calls nothing of the extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

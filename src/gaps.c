@@ -57,6 +57,10 @@
  * transaction that runs sweep_gaps() and then delivers events reverses that
  * order, and may end in a deadlock error against a concurrent deliver().)
  *
+ * Layer: SQL entry points (the sweep and the gap views' functions), below
+ * worker.c; it calls gaps_citus.c, the storage layer, plans.c,
+ * decision_log.c, settings and the statistics.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -72,9 +76,12 @@
 #include "utils/timestamp.h"
 
 #include "decision_log.h"
+#include "gaps.h"
 #include "gaps_citus.h"
-#include "ordering.h"
+#include "gaps_sql.h"
 #include "owned.h"
+#include "plans.h"
+#include "settings.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(ordering_sweep_gaps);
@@ -87,55 +94,15 @@ static const char *const lock_sql =
 "LOCK TABLE ordering.gap_requests IN SHARE ROW EXCLUSIVE MODE";
 
 /*
- * $1: the deadline in seconds.  "gap" is the list of open gaps with whether
- * to emit each; "cleaned" deletes the requests of gaps no longer open;
- * "upsert" writes the requests (EXCLUDED.attempts is 1 to emit, 0 to only
- * refresh).  Returns the emitted requests with their JSON.
+ * $1: the deadline in seconds (gaps_sql.h).  Returns the emitted requests
+ * with their JSON.
  */
 static const char *const sweep_sql =
-"WITH gap AS MATERIALIZED ("
-"  SELECT o.consumer, o.resource_id, o.missing_from, o.missing_to,"
-"         o.parked_count, o.first_parked_at,"
-"         (r.consumer IS NULL OR pg_catalog.now() OPERATOR(pg_catalog.>=)"
-"            (r.last_requested_at OPERATOR(pg_catalog.+) pg_catalog.make_interval("
-"              secs => $1 OPERATOR(pg_catalog.*) pg_catalog.power(2.0::pg_catalog.float8,"
-"                (LEAST(r.attempts, 7) OPERATOR(pg_catalog.-) 1)::pg_catalog.float8))))"
-"           AS emit"
-"    FROM ordering.open_gaps o"
-"    LEFT JOIN ordering.gap_requests r"
-"      ON r.consumer OPERATOR(pg_catalog.=) o.consumer"
-"     AND r.resource_id OPERATOR(pg_catalog.=) o.resource_id"
-"), cleaned AS ("
-"  DELETE FROM ordering.gap_requests r"
-"   WHERE NOT EXISTS (SELECT FROM gap"
-"                      WHERE gap.consumer OPERATOR(pg_catalog.=) r.consumer"
-"                        AND gap.resource_id OPERATOR(pg_catalog.=) r.resource_id)"
-"), upsert AS ("
-"  INSERT INTO ordering.gap_requests AS g"
-"         (consumer, resource_id, missing_from, missing_to, parked_count,"
-"          first_parked_at, detected_at, last_requested_at, attempts)"
-"  SELECT gap.consumer, gap.resource_id, gap.missing_from, gap.missing_to,"
-"         gap.parked_count, gap.first_parked_at, pg_catalog.now(), pg_catalog.now(),"
-"         CASE WHEN gap.emit THEN 1 ELSE 0 END"
-"    FROM gap"
-"  ON CONFLICT (consumer, resource_id) DO UPDATE"
-"     SET missing_from = EXCLUDED.missing_from,"
-"         missing_to = EXCLUDED.missing_to,"
-"         parked_count = EXCLUDED.parked_count,"
-"         first_parked_at = EXCLUDED.first_parked_at,"
-"         last_requested_at = CASE WHEN EXCLUDED.attempts OPERATOR(pg_catalog.=) 1"
-"                                  THEN pg_catalog.now() ELSE g.last_requested_at END,"
-"         attempts = g.attempts OPERATOR(pg_catalog.+) EXCLUDED.attempts"
-"  RETURNING g.*"
-")"
-" SELECT u.consumer, u.resource_id, u.missing_from, u.missing_to, u.parked_count,"
-"        u.first_parked_at, u.detected_at, u.last_requested_at, u.attempts,"
-"        pg_catalog.row_to_json(u)::pg_catalog.text"
-"   FROM upsert u"
-"   JOIN gap ON gap.consumer OPERATOR(pg_catalog.=) u.consumer"
-"           AND gap.resource_id OPERATOR(pg_catalog.=) u.resource_id"
-"  WHERE gap.emit"
-"  ORDER BY u.consumer, u.resource_id";
+ORDERING_SWEEP_SQL("ordering.open_gaps", "ordering.gap_requests",
+				   "u.consumer, u.resource_id, u.missing_from, u.missing_to,"
+				   " u.parked_count, u.first_parked_at, u.detected_at,"
+				   " u.last_requested_at, u.attempts,"
+				   " pg_catalog.row_to_json(u)::pg_catalog.text");
 
 /* $1: the database; the value of its own ordering.restoring, if it has one */
 static const char *const restoring_sql =

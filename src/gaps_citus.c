@@ -37,6 +37,10 @@
  * operator set; a sweep needs EXECUTE on ordering.sweep_gaps() too.  It
  * runs on every node as its caller, so the sets must be granted there.
  *
+ * Layer: the sweep of distributed consumers, below gaps.c; it calls
+ * consumer_citus.c (their tables), citus_meta.c, the storage layer,
+ * decision_log.c and the statistics.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -65,7 +69,7 @@
 #include "consumer_citus.h"
 #include "decision_log.h"
 #include "gaps_citus.h"
-#include "ordering.h"
+#include "gaps_sql.h"
 #include "owned.h"
 #include "stats.h"
 
@@ -106,51 +110,12 @@ static const char *const list_sql =
 " ORDER BY o.consumer, o.resource_id";
 
 /*
- * One sweep of a shard group (gaps.c's, on the shards; %3$s its
- * gap_requests shard): the emitted requests as JSON rows.
+ * One sweep of a shard group (gaps_sql.h, gaps.c's statement on the
+ * shards; %3$s its gap_requests shard): the emitted requests as JSON rows.
  */
 static const char *const sweep_sql =
-"WITH gap AS MATERIALIZED ("
-"  SELECT o.consumer, o.resource_id, o.missing_from, o.missing_to,"
-"         o.parked_count, o.first_parked_at,"
-"         (r.consumer IS NULL OR pg_catalog.now() OPERATOR(pg_catalog.>=)"
-"            (r.last_requested_at OPERATOR(pg_catalog.+) pg_catalog.make_interval("
-"              secs => $1 OPERATOR(pg_catalog.*) pg_catalog.power(2.0::pg_catalog.float8,"
-"                (LEAST(r.attempts, 7) OPERATOR(pg_catalog.-) 1)::pg_catalog.float8))))"
-"           AS emit"
-"    FROM (" SHARD_OPEN_GAPS ") o"
-"    LEFT JOIN %3$s r"
-"      ON r.consumer OPERATOR(pg_catalog.=) o.consumer"
-"     AND r.resource_id OPERATOR(pg_catalog.=) o.resource_id"
-"), cleaned AS ("
-"  DELETE FROM %3$s r"
-"   WHERE NOT EXISTS (SELECT FROM gap"
-"                      WHERE gap.consumer OPERATOR(pg_catalog.=) r.consumer"
-"                        AND gap.resource_id OPERATOR(pg_catalog.=) r.resource_id)"
-"), upsert AS ("
-"  INSERT INTO %3$s AS g"
-"         (consumer, resource_id, missing_from, missing_to, parked_count,"
-"          first_parked_at, detected_at, last_requested_at, attempts)"
-"  SELECT gap.consumer, gap.resource_id, gap.missing_from, gap.missing_to,"
-"         gap.parked_count, gap.first_parked_at, pg_catalog.now(), pg_catalog.now(),"
-"         CASE WHEN gap.emit THEN 1 ELSE 0 END"
-"    FROM gap"
-"  ON CONFLICT (consumer, resource_id) DO UPDATE"
-"     SET missing_from = EXCLUDED.missing_from,"
-"         missing_to = EXCLUDED.missing_to,"
-"         parked_count = EXCLUDED.parked_count,"
-"         first_parked_at = EXCLUDED.first_parked_at,"
-"         last_requested_at = CASE WHEN EXCLUDED.attempts OPERATOR(pg_catalog.=) 1"
-"                                  THEN pg_catalog.now() ELSE g.last_requested_at END,"
-"         attempts = g.attempts OPERATOR(pg_catalog.+) EXCLUDED.attempts"
-"  RETURNING g.*"
-")"
-" SELECT pg_catalog.row_to_json(u)::pg_catalog.text"
-"   FROM upsert u"
-"   JOIN gap ON gap.consumer OPERATOR(pg_catalog.=) u.consumer"
-"           AND gap.resource_id OPERATOR(pg_catalog.=) u.resource_id"
-"  WHERE gap.emit"
-"  ORDER BY u.consumer, u.resource_id";
+ORDERING_SWEEP_SQL("(" SHARD_OPEN_GAPS ")", "%3$s",
+				   "pg_catalog.row_to_json(u)::pg_catalog.text");
 
 /*
  * The qualified name of a relation, for the SQL above.

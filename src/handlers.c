@@ -31,6 +31,9 @@
  * still using.  Other keys, and the same resource of another consumer, are
  * free.
  *
+ * Layer: below consumer.c, batch.c and dead_letters.c; it reads the ready
+ * list they hand it (parked.h) and calls no other file of the extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -47,8 +50,8 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
-#include "consumer.h"
-#include "ordering.h"
+#include "handlers.h"
+#include "text_equal.h"
 
 /* A key whose handler runs, on the stack of handler_run() (file header) */
 typedef struct RunningKey

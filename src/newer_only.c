@@ -25,6 +25,9 @@
  * consumed and as applied, stale (older) or duplicate (equal).  The first
  * insert of a row never reaches an UPDATE trigger and is not counted.
  *
+ * Layer: a trigger entry point; it calls triggers.c and the statistics
+ * (stats.h).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -87,6 +87,9 @@
  * package installed, ALTER EXTENSION ... UPDATE not run yet) finds tables
  * of another shape: it refuses them with a hint to update the extension.
  *
+ * Layer: the storage layer, part one, below every file that touches the
+ * extension's tables (owned_rows.c included); it calls only compat.h.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -218,6 +221,14 @@ typedef struct OwnedTableState
 static OwnedTableState owned_state[OWNED_NUM_TABLES];
 static bool owned_callback_registered = false;
 
+/*
+ * What the rest of the layer forgets with a relation's relcache entry:
+ * owned_rows.c sets it to its TID cache's forget when it makes the cache.
+ * One relcache callback serves the whole layer: a backend has room for ten
+ * (MAX_RELCACHE_CALLBACKS), and PostgreSQL and Citus take up to eight.
+ */
+static OwnedForgetHook owned_forget_hook = NULL;
+
 /* Per table, the table opened instead of it for now (file header) */
 static Oid	owned_redirected[OWNED_NUM_TABLES];
 
@@ -244,7 +255,8 @@ owned_relcache_callback(Datum arg, Oid relid)
 		{
 			owned_state[i].relid = InvalidOid;
 			owned_state[i].checked = false;
-			owned_tid_cache_forget(relid);
+			if (owned_forget_hook != NULL)
+				owned_forget_hook(relid);
 		}
 	}
 	if (owned_relid_state == NULL)
@@ -258,10 +270,22 @@ owned_relcache_callback(Datum arg, Oid relid)
 		while ((entry = hash_seq_search(&status)) != NULL)
 			(void) hash_search(owned_relid_state, &entry->relid, HASH_REMOVE,
 							   NULL);
-		owned_tid_cache_forget(InvalidOid);
+		if (owned_forget_hook != NULL)
+			owned_forget_hook(InvalidOid);
 	}
-	else if (hash_search(owned_relid_state, &relid, HASH_REMOVE, NULL) != NULL)
-		owned_tid_cache_forget(relid);
+	else if (hash_search(owned_relid_state, &relid, HASH_REMOVE, NULL) != NULL &&
+			 owned_forget_hook != NULL)
+		owned_forget_hook(relid);
+}
+
+/*
+ * Have hook called with every relation whose relcache entry the layer's
+ * callback forgets (InvalidOid: all of them); see owned_forget_hook.
+ */
+void
+owned_set_forget_hook(OwnedForgetHook hook)
+{
+	owned_forget_hook = hook;
 }
 
 /*

@@ -2,7 +2,8 @@
  *
  * owned.h
  *	  The storage layer: the only code that reads and writes the
- *	  extension's own tables below the executor.
+ *	  extension's own tables below the executor.  Part one, its tables
+ *	  (owned.c); the rows are owned_rows.h's.
  *
  * See owned.c for which tables, the policy for a table someone altered,
  * and why each PostgreSQL guarantee still holds; owned_rows.c for how rows
@@ -104,48 +105,11 @@ typedef struct OwnedRel
 	MemoryContext cxt;			/* where what lives as long as the call is */
 	int			nindexes;		/* -1 until the first index entry is made */
 	Relation   *indexes;		/* the indexes that get entries, ... */
-	struct IndexInfo **infos;	/* ... and theirs, built once per call */
+	struct IndexInfo **infos;	/* ... and theirs, built once per call, at the
+								 * first index entry the call makes, as
+								 * ExecOpenIndices() builds them once per
+								 * statement (owned.c, open_indexes) */
 } OwnedRel;
-
-/* A row of a table as a call found it */
-typedef struct OwnedRow
-{
-	bool		found;
-	ItemPointerData tid;		/* the version found */
-	TransactionId xmin;			/* its inserter, and ... */
-	CommandId	cmin;			/* ... when, if that was us */
-	Datum		values[OWNED_MAX_NATTS];
-	bool		nulls[OWNED_MAX_NATTS];
-	HeapTuple	tuple;			/* the copy values point into */
-} OwnedRow;
-
-/*
- * What a decision does with the row it was shown: leave it as it is (no
- * write, no lock), or write the values it filled in (a new version, or a new
- * row; a version with the same values still counts as a write: it is how a
- * call tells concurrent ones that it changed what the row stands for).
- */
-typedef enum OwnedVerdict
-{
-	OWNED_KEEP,
-	OWNED_WRITE
-} OwnedVerdict;
-
-/*
- * Decides the new values of a row from the row as found (row->found false:
- * it does not exist; its key columns are filled in all the same).  May be
- * called again, with a newer row, when a concurrent transaction changed the
- * row meanwhile, so it must have no side effects and must not raise.
- */
-typedef OwnedVerdict (*OwnedDecide) (const OwnedRow *row, Datum *values,
-									 bool *nulls, void *arg);
-
-/* A scan of a table's primary key over a key prefix */
-typedef struct OwnedScan
-{
-	struct IndexScanDescData *scan;
-	TupleTableSlot *slot;
-} OwnedScan;
 
 /*
  * owned.c: the tables.  owned_open() opens one of the extension's tables,
@@ -165,23 +129,5 @@ extern void owned_check_key_length(text *key, const char *what);
 extern void owned_index_insert(OwnedRel *orel, HeapTuple tuple,
 							   Bitmapset *changed, OrderingIndexUpdate which);
 extern bool owned_columns_indexed(OwnedRel *orel, Bitmapset *columns);
-
-/* owned_rows.c: the rows */
-extern Snapshot owned_read_snapshot(SnapshotData *buf);
-extern Snapshot owned_decision_snapshot(SnapshotData *buf);
-extern bool owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
-						OwnedRow *row);
-extern void owned_advance(OwnedRel *orel, const Datum *key,
-						  OwnedDecide decide, void *arg, OwnedRow *row);
-extern void owned_insert(OwnedRel *orel, Datum *values, bool *nulls);
-extern void owned_delete(OwnedRel *orel, ItemPointer tid);
-extern void owned_update(OwnedRel *orel, const OwnedRow *row, Datum *values,
-						 bool *nulls);
-extern void owned_scan_begin(OwnedRel *orel, OwnedScan *scan,
-							 const Datum *key, int nkeys,
-							 StrategyNumber strategy, Datum bound,
-							 Snapshot snapshot);
-extern bool owned_scan_next(OwnedScan *scan, ScanDirection dir);
-extern void owned_scan_end(OwnedScan *scan);
 
 #endif							/* ORDERING_OWNED_H */

@@ -13,7 +13,11 @@
 /* owned.c: the type of a column of one of the tables */
 extern Oid	owned_column_type(OwnedTableId id, AttrNumber attno);
 
-/* owned_rows.c: forget cached TIDs of a table (InvalidOid: of all) */
-extern void owned_tid_cache_forget(Oid relid);
+/*
+ * owned.c: have a function called with each relation whose relcache entry
+ * the layer forgets (InvalidOid: all); owned_rows.c forgets its cached TIDs
+ */
+typedef void (*OwnedForgetHook) (Oid relid);
+extern void owned_set_forget_hook(OwnedForgetHook hook);
 
 #endif							/* ORDERING_OWNED_INTERNAL_H */

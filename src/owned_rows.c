@@ -88,6 +88,14 @@
  * the fillfactor leaves, which with our fillfactor is always; we prune only
  * when the page is short of room for the next HOT updates.
  *
+ * The three fast paths (the in-place overwrite, the TID cache, the pruning
+ * rule) depend on how the server's heap access method behaves: they sit
+ * behind one switch, ORDERING_FAST_PATHS (compat.h), which a build can turn
+ * off to compare them with the plain ways.
+ *
+ * Layer: the storage layer, part two, above owned.c and below every caller
+ * of owned_rows.h; it calls owned.c and compat.h.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -118,6 +126,7 @@
 #include "compat.h"
 #include "owned.h"
 #include "owned_internal.h"
+#include "owned_rows.h"
 
 /* prune a page when it has less free space than this (file header) */
 #define OWNED_PRUNE_FREE		(BLCKSZ / 8)
@@ -147,9 +156,10 @@ static OwnedTidSlot *owned_tid_cache = NULL;
 
 /*
  * Forget the cached TIDs of a table (relid), or of all (InvalidOid): called
- * when a relcache entry is invalidated, which a new relfilenode always is.
+ * when a relcache entry is invalidated, which a new relfilenode always is
+ * (owned.c's relcache callback, through the hook set when the cache is made).
  */
-void
+static void
 owned_tid_cache_forget(Oid relid)
 {
 	if (owned_tid_cache == NULL)
@@ -185,8 +195,11 @@ static OwnedTidSlot *
 cache_set(uint64 hash)
 {
 	if (owned_tid_cache == NULL)
+	{
 		owned_tid_cache = MemoryContextAllocZero(TopMemoryContext,
 												 sizeof(OwnedTidSlot) * OWNED_TID_CACHE_SIZE);
+		owned_set_forget_hook(owned_tid_cache_forget);
+	}
 	return &owned_tid_cache[(hash & (OWNED_TID_CACHE_SIZE / 2 - 1)) * 2];
 }
 
@@ -196,8 +209,11 @@ cache_set(uint64 hash)
 static void
 cache_remember(Relation rel, uint64 hash, ItemPointer root)
 {
-	OwnedTidSlot *set = cache_set(hash);
+	OwnedTidSlot *set;
 
+	if (!ORDERING_FAST_PATHS)
+		return;
+	set = cache_set(hash);
 	set[1] = set[0];
 	set[0].relid = RelationGetRelid(rel);
 	set[0].hashcheck = (uint32) (hash >> 32);
@@ -250,7 +266,8 @@ owned_decision_snapshot(SnapshotData *buf)
 static void
 maybe_prune(Relation rel, Buffer buf)
 {
-	if (PageGetHeapFreeSpace(BufferGetPage(buf)) < OWNED_PRUNE_FREE)
+	if (!ORDERING_FAST_PATHS ||
+		PageGetHeapFreeSpace(BufferGetPage(buf)) < OWNED_PRUNE_FREE)
 		heap_page_prune_opt(rel, buf);
 }
 
@@ -346,8 +363,11 @@ fetch_cached(OwnedRel *orel, const Datum *key, uint64 hash, Snapshot snapshot,
 			 OwnedRow *row)
 {
 	Relation	rel = orel->rel;
-	OwnedTidSlot *set = cache_set(hash);
+	OwnedTidSlot *set;
 
+	if (!ORDERING_FAST_PATHS)
+		return false;
+	set = cache_set(hash);
 	for (int way = 0; way < 2; way++)
 	{
 		OwnedTidSlot *slot = &set[way];

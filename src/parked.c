@@ -26,6 +26,9 @@
  * the gap closed).  That lock is taken after the position row, never
  * before, and a gap-closing call may wait for a running sweep.
  *
+ * Layer: consumer storage, below consumer.c, batch.c and
+ * dead_letter_store.c; it calls only the storage layer (owned_rows.h).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -8,13 +8,15 @@
  * on first use and kept (SPI_keepplan) for the life of the backend; plan
  * invalidation replans a kept plan when the objects under it change.
  *
+ * Layer: the ground: it calls nothing of the extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "executor/spi.h"
 
-#include "ordering.h"
+#include "plans.h"
 
 /*
  * The kept plan of "sql" in *cache, prepared on first use with the given

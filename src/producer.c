@@ -42,6 +42,11 @@
  * is not consulted then (pg_restore -j may load it after the tables):
  * ordering.post_restore() checks it against the triggers instead.
  *
+ * Layer: the top of the producer side (the sequencing trigger and the
+ * producer's SQL functions); it calls attached.c, citus.c, counters.c,
+ * provisional.c, resource_key.c, triggers.c, wakeup.c, the storage layer,
+ * settings and the statistics.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -62,11 +67,12 @@
 #include "attached.h"
 #include "citus.h"
 #include "counters.h"
-#include "ordering.h"
 #include "owned.h"
 #include "provisional.h"
 #include "resource_key.h"
+#include "settings.h"
 #include "stats.h"
+#include "text_equal.h"
 #include "triggers.h"
 #include "wakeup.h"
 
@@ -426,8 +432,8 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	}
 	table = shape->table;
 	if (OidIsValid(table.counters))
-		citus_check_shard_range(trigdata->tg_relation, &table, row.resattno,
-								row.resource);
+		citus_check_shard_range(trigdata->tg_relation, table.hash_min,
+								table.hash_max, row.resattno, row.resource);
 	if (table.wake_relays)
 		ordering_wakeup_arm(row.stream);
 

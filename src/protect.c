@@ -34,6 +34,9 @@
  * No locks: the relation is looked up as the command will look it up, and
  * the command itself takes the locks it needs afterwards.
  *
+ * Layer: an event trigger, apart from the rest: it calls nothing of the
+ * extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -68,6 +68,9 @@
  * their records with them: their numbers were given back by the rollback
  * itself.
  *
+ * Layer: executor hooks of the producer, below producer.c; it calls
+ * attached.c and counters.c.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -84,8 +87,8 @@
 #include "attached.h"
 #include "compat.h"
 #include "counters.h"
-#include "ordering.h"
 #include "provisional.h"
+#include "text_equal.h"
 
 /* The records, oldest first, in TopTransactionContext */
 static List *provisionals = NIL;

@@ -34,6 +34,8 @@
  * intervals such as '1 day' and '24 hours', numerics inside an array or a
  * composite) are different resources.
  *
+ * Layer: the ground: it calls nothing of the extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

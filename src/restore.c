@@ -26,6 +26,9 @@
  * the stream is the one the table's sequencing trigger names, so a caller
  * can raise no other stream's counters.  A counter is never lowered.
  *
+ * Layer: SQL entry points of a restore; they call attached.c, counters.c,
+ * triggers.c and the storage layer.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -16,6 +16,8 @@
  * Only the one-shot form is needed.  No state is kept between calls, so
  * there is nothing to lock.
  *
+ * Layer: the ground: it calls nothing of the extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

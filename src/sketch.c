@@ -5,6 +5,8 @@
  *
  * Locking: none here; the caller protects the sketch (see sketch.h).
  *
+ * Layer: the ground: it calls nothing of the extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -24,7 +24,32 @@
 #ifndef ORDERING_SKETCH_H
 #define ORDERING_SKETCH_H
 
-#include "stats.h"
+#include "common/int.h"
+
+/*
+ * Resource ids are kept in the hot-resources sketches up to this many bytes
+ * (including the terminating zero), cut at a character boundary; resources
+ * are told apart by a 64-bit hash of the whole id.
+ */
+#define ORDERING_HOT_ID_LEN			64
+
+/*
+ * a + n for a counter, n >= 0: every counter of the statistics (pending,
+ * shared, the sketches' counts) saturates at PG_INT64_MAX instead of
+ * wrapping to a negative number.  Event counts never get there; sums of
+ * sequence numbers (events skipped, the reorder distance) can, in one call
+ * near seq 2^63 - 1.
+ */
+static inline int64
+ordering_counter_add(int64 a, int64 n)
+{
+	int64		sum;
+
+	Assert(a >= 0 && n >= 0);
+	if (pg_add_s64_overflow(a, n, &sum))
+		return PG_INT64_MAX;
+	return sum;
+}
 
 typedef struct SketchCounter
 {

@@ -62,6 +62,8 @@
  * pg_stat_get_wal_senders() does; BackendPidGetProc() takes ProcArrayLock
  * shared for the lookup.  Nothing is held across a sleep.
  *
+ * Layer: the ground: it calls nothing of the extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

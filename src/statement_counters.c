@@ -55,6 +55,8 @@
  * Memory: a context below TopTransactionContext, so everything goes with
  * the transaction.
  *
+ * Layer: producer services, below counters.c; it calls only compat.h.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

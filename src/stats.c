@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * stats.c
- *	  Statistics of consumers and streams, kept in shared memory and
- *	  counted at commit only.
+ *	  Statistics of consumers and streams: the hooks of stats.h, which
+ *	  count in backend memory, and the publishing of those pending counts
+ *	  into shared memory at commit.
  *
  * The producer and consumer code report what happens through the hooks of
  * stats.h.  A hook only adds to a pending count in backend-local memory (a
@@ -21,147 +22,52 @@
  * subtransaction commit folds its frame into its parent's; an abort drops
  * it, so a rolled-back savepoint is not counted either.
  *
- * Shared memory (reserved only with shared_preload_libraries, through
- * shmem_request_hook and shmem_startup_hook, as in pg_stat_statements): two
- * fixed-size hash tables, one for consumers (ordering.max_consumers entries)
- * and one for streams (ordering.max_streams entries), keyed by (database,
- * name).  When a table is full, counts for new names are dropped and a
- * WARNING is logged once per backend.
- *
- * Hot resources: a pool of ordering.hot_resources_sketches heavy-hitters
- * sketches (sketch.c) of ordering.hot_resources_size counters each.  A
- * stream or consumer entry gets one from the pool the first time it commits
- * a hot-resource count, and keeps it until ordering.stats_reset(); when the
- * pool is used up, later names get none (a WARNING once per backend).  The
- * pending side is a log of (name, resource, nesting level, n) in backend
- * memory with one entry per distinct (name, resource, level): an event adds
- * to the entry it finds through a small open-addressing index (or, first,
- * to the last entry), so memory grows with the distinct resources of a
- * transaction, not with its events.  The log is kept in nesting-level
- * order: a rolled-back savepoint truncates its tail, a released one
- * relabels it (merging into the parent level's entries).
+ * Hot resources: the pending side is a log of (name, resource, nesting
+ * level, n) in backend memory with one entry per distinct (name, resource,
+ * level): an event adds to the entry it finds through a small
+ * open-addressing index (or, first, to the last entry), so memory grows
+ * with the distinct resources of a transaction, not with its events.  The
+ * log is kept in nesting-level order: a rolled-back savepoint truncates its
+ * tail, a released one relabels it (merging into the parent level's
+ * entries).  At commit each entry goes into the sketch its stream or
+ * consumer has in the shared pool (stats_shmem.c).
  *
  * Sequence conflicts are the exception to "at commit": counted into the
- * stream's shared entry at once, since the transaction that refuses the
- * number rolls back.
+ * stream's shared entry at once (stats_shmem.c), since the transaction that
+ * refuses the number rolls back.
  *
  * Reconciliation (1.1): ordering.reconcile() reports what it found and did
  * through ordering_internal.count_reconciled(), counted per stream at
  * commit like the sequence numbers assigned (a stream's pending counters
  * keep them in the slots STREAM_*).
  *
- * Locking protocol:
- *	- StatsShared->lock (an LWLock of tranche "ordering_stats") protects the
- *	  structure of both hash tables and stats_reset: looking up an entry or
- *	  reading stats_reset needs it in shared mode, inserting or removing
- *	  entries and changing stats_reset needs it exclusive.
- *	- The counters of an entry are changed and read under the entry's
- *	  spinlock, with the LWLock held in either mode.
- *	- The LWLock also protects the pool of sketches: taking a sketch for an
- *	  entry (entry->sketch, StatsShared->sketches_used) needs it exclusive.
- *	  A sketch's contents are changed and read under its own spinlock
- *	  (hot_locks[i]), with the LWLock held in either mode.
- *	- A backend takes the LWLock once per committing transaction that counted
- *	  something (never per event), in shared mode unless a new entry or
- *	  sketch is needed, in which case it takes it exclusive from the start
- *	  (it never upgrades in the middle of a publish, so the entries it found
- *	  stay valid).  A sequence conflict takes it once more, at the conflict.
- *	  It is never taken while holding another lock of ours.
+ * The shared memory, its hash tables and its locking protocol are
+ * stats_shmem.c's; the SQL functions that read them, stats_views.c's.
+ *
+ * Layer: the ground of the producer and consumer sides (they report
+ * through stats.h); it calls stats_shmem.c and sketch.h only.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
-#include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "storage/ipc.h"
 #include "storage/lwlock.h"
-#include "storage/shmem.h"
 #include "storage/spin.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
-#include "utils/timestamp.h"
 
-#include "ordering.h"
+#include "settings.h"
 #include "sketch.h"
 #include "stats.h"
+#include "stats_shmem.h"
 
-PG_FUNCTION_INFO_V1(ordering_consumer_counters);
-PG_FUNCTION_INFO_V1(ordering_stream_counters);
-PG_FUNCTION_INFO_V1(ordering_hot_resources);
-PG_FUNCTION_INFO_V1(ordering_stats_reset);
-PG_FUNCTION_INFO_V1(ordering_stats_reset_time);
 PG_FUNCTION_INFO_V1(ordering_count_reconciled);
-
-#define STATS_TRANCHE "ordering_stats"
-
-/* Key of both shared tables; zero-padded, compared as bytes */
-typedef struct StatsKey
-{
-	Oid			dbid;
-	char		name[ORDERING_STATS_NAME_LEN];
-} StatsKey;
-
-/* What is counted per consumer (and, in the slots below, per stream) */
-typedef struct Counters
-{
-	int64		events[ORDERING_NUM_EVENTS];
-	int64		buckets[ORDERING_NUM_BUCKETS];	/* not cumulative */
-	int64		distance_sum;
-} Counters;
-
-/* The slots of events[] that a stream's pending counters use */
-#define STREAM_ASSIGNED				0	/* sequence numbers assigned */
-#define STREAM_RECONCILE_BEHIND		1	/* resources reconcile() found behind */
-#define STREAM_RECONCILE_REPUBLISHED 2	/* events it republished */
-#define STREAM_RECONCILE_PURGED		3	/* missing events it found purged */
-StaticAssertDecl(STREAM_RECONCILE_PURGED < ORDERING_NUM_EVENTS,
-				 "too few counter slots for streams");
-
-typedef struct ConsumerEntry
-{
-	StatsKey	key;
-	slock_t		mutex;
-	int			sketch;			/* 1 + its sketch in the pool; 0: none */
-	Counters	c;
-} ConsumerEntry;
-
-typedef struct StreamEntry
-{
-	StatsKey	key;
-	slock_t		mutex;
-	int			sketch;			/* as in ConsumerEntry */
-	int64		assigned;
-	int64		conflicts;		/* supplied numbers refused (40001) */
-	int64		reconcile_behind;	/* the STREAM_RECONCILE_* counts */
-	int64		reconcile_republished;
-	int64		reconcile_purged;
-} StreamEntry;
-
-/*
- * shared_entry() initializes both kinds of entry, and the publishing code
- * finds their sketch, through the same offsets
- */
-StaticAssertDecl(offsetof(ConsumerEntry, mutex) == offsetof(StreamEntry, mutex),
-				 "entry layouts differ");
-StaticAssertDecl(offsetof(ConsumerEntry, sketch) == offsetof(StreamEntry, sketch),
-				 "entry layouts differ");
-#define ENTRY_SKETCH(entry) \
-	(*(int *) ((char *) (entry) + offsetof(ConsumerEntry, sketch)))
-
-typedef struct StatsShared
-{
-	LWLock	   *lock;
-	TimestampTz stats_reset;	/* last ordering.stats_reset() or startup */
-	int			sketches_used;	/* sketches of the pool given to entries */
-} StatsShared;
 
 /* Backend-local pending counts */
 typedef enum PendingKind
@@ -251,16 +157,6 @@ hot_key_hash(HotKey key)
 
 static const int64 distance_bounds[ORDERING_NUM_BOUNDS] = ORDERING_DISTANCE_BOUNDS;
 
-/* Shared state; NULL unless preloaded */
-static StatsShared *stats_shared = NULL;
-static HTAB *consumer_hash = NULL;
-static HTAB *stream_hash = NULL;
-static slock_t *hot_locks = NULL;	/* one per sketch of the pool */
-static char *hot_pool = NULL;	/* the sketches, hot_stride bytes apart */
-static Size hot_stride = 0;
-
-#define HOT_SKETCH(i) ((Sketch *) (hot_pool + (Size) (i) * hot_stride))
-
 /* Backend state */
 static HTAB *pending_hash = NULL;
 static PendingEntry *pending_last = NULL;
@@ -274,112 +170,6 @@ static hotindex_hash *hot_index = NULL;
 static bool hot_indexed = false;	/* hot_index holds the log's keys */
 static bool warned_full = false;
 static bool warned_sketches = false;
-
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
-/*
- * Where the sketches start in the pool's memory: after the spinlocks.
- */
-static Size
-hot_pool_offset(void)
-{
-	return MAXALIGN(mul_size(ordering_hot_sketches, sizeof(slock_t)));
-}
-
-/*
- * Shared memory needed at the current settings.
- */
-static Size
-stats_memsize(void)
-{
-	Size		size;
-
-	size = MAXALIGN(sizeof(StatsShared));
-	size = add_size(size, hash_estimate_size(ordering_max_consumers,
-											 sizeof(ConsumerEntry)));
-	size = add_size(size, hash_estimate_size(ordering_max_streams,
-											 sizeof(StreamEntry)));
-	size = add_size(size, hot_pool_offset());
-	size = add_size(size, mul_size(ordering_hot_sketches,
-								   MAXALIGN(SKETCH_BYTES(ordering_hot_size))));
-	return size;
-}
-
-/*
- * shmem_request_hook: reserve our shared memory and lock.
- */
-static void
-stats_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-
-	RequestAddinShmemSpace(stats_memsize());
-	RequestNamedLWLockTranche(STATS_TRANCHE, 1);
-}
-
-/*
- * shmem_startup_hook: create or attach to the shared state.
- */
-static void
-stats_shmem_startup(void)
-{
-	bool		found;
-	HASHCTL		info;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-
-	stats_shared = ShmemInitStruct("ordering stats", sizeof(StatsShared),
-								   &found);
-	if (!found)
-	{
-		stats_shared->lock = &(GetNamedLWLockTranche(STATS_TRANCHE))->lock;
-		stats_shared->stats_reset = GetCurrentTimestamp();
-		stats_shared->sketches_used = 0;
-	}
-
-	hot_stride = MAXALIGN(SKETCH_BYTES(ordering_hot_size));
-	hot_locks = ShmemInitStruct("ordering hot resources",
-								add_size(hot_pool_offset(),
-										 mul_size(ordering_hot_sketches, hot_stride)),
-								&found);
-	hot_pool = (char *) hot_locks + hot_pool_offset();
-	if (!found)
-	{
-		for (int i = 0; i < ordering_hot_sketches; i++)
-			SpinLockInit(&hot_locks[i]);
-	}
-
-	info.keysize = sizeof(StatsKey);
-	info.entrysize = sizeof(ConsumerEntry);
-	consumer_hash = ShmemInitHash("ordering consumer stats",
-								  ordering_max_consumers, ordering_max_consumers,
-								  &info, HASH_ELEM | HASH_BLOBS);
-	info.entrysize = sizeof(StreamEntry);
-	stream_hash = ShmemInitHash("ordering stream stats",
-								ordering_max_streams, ordering_max_streams,
-								&info, HASH_ELEM | HASH_BLOBS);
-
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/*
- * Copy a name into a zeroed key buffer of ORDERING_STATS_NAME_LEN bytes,
- * cut at a character boundary.
- */
-static void
-copy_name(char *dst, const char *name)
-{
-	int			len = strlen(name);
-
-	if (len >= ORDERING_STATS_NAME_LEN)
-		len = pg_mbcliplen(name, len, ORDERING_STATS_NAME_LEN - 1);
-	strlcpy(dst, name, len + 1);
-}
 
 /*
  * The pending counters of (kind, name) at the current nesting level,
@@ -761,43 +551,6 @@ pending_discard(void)
 }
 
 /*
- * Find or create the shared entry of a key in one of the tables; entrysize
- * tells how much to zero in a new one.  The caller holds the LWLock in
- * *mode; it is upgraded to exclusive (released and taken again) when the
- * entry must be created.  Returns NULL when the table is full.
- */
-static void *
-shared_entry(HTAB *hash, int max, Size entrysize, StatsKey *key,
-			 LWLockMode *mode)
-{
-	char	   *entry;
-	bool		found;
-
-	entry = hash_search(hash, key, HASH_FIND, NULL);
-	if (entry != NULL)
-		return entry;
-	if (*mode != LW_EXCLUSIVE)
-	{
-		LWLockRelease(stats_shared->lock);
-		LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
-		*mode = LW_EXCLUSIVE;
-	}
-	entry = hash_search(hash, key, HASH_FIND, NULL);
-	if (entry != NULL)
-		return entry;
-	if (hash_get_num_entries(hash) >= max)
-		return NULL;
-	entry = hash_search(hash, key, HASH_ENTER_NULL, &found);
-	if (entry != NULL && !found)
-	{
-		/* the key comes first in both entry types, then the spinlock */
-		memset(entry + sizeof(StatsKey), 0, entrysize - sizeof(StatsKey));
-		SpinLockInit((slock_t *) (entry + offsetof(ConsumerEntry, mutex)));
-	}
-	return entry;
-}
-
-/*
  * The shared table and its size for a pending entry's kind.
  */
 static HTAB *
@@ -1151,265 +904,8 @@ ordering_stats_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = stats_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = stats_shmem_startup;
+	stats_shmem_init();
 
 	RegisterXactCallback(stats_xact_callback, NULL);
 	RegisterSubXactCallback(stats_subxact_callback, NULL);
-}
-
-/*
- * Raise 55000 unless the shared statistics exist.
- */
-static void
-check_preloaded(void)
-{
-	if (stats_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("ordering statistics are not available"),
-				 errdetail("The library \"ordering\" was not loaded through shared_preload_libraries."),
-				 errhint("Add ordering to shared_preload_libraries and restart the server.")));
-}
-
-/*
- * Columns of ordering_internal.consumer_statistics(): the name, the events
- * up to GAP_ESCALATED, the buckets, their sum, then the events added in 1.1.
- * ordering.consumer_counters() of 1.0 and 1.1 (dropped by 1.2, and still
- * called by a database not yet updated) is the same function with the first
- * CONSUMER_COLUMNS_1_0 of them.
- */
-#define CONSUMER_COLUMNS_1_0	(ORDERING_EVENT_GAP_ESCALATED + 4)
-#define CONSUMER_COLUMNS		(ORDERING_NUM_EVENTS + 3)
-
-/*
- * ordering_internal.consumer_statistics() and ordering.consumer_counters():
- * the counters of the consumers of the current database, one row each,
- * buckets not cumulative.  Fills as many columns as the caller's row type
- * has (the 1.0 function has fewer), in the order above.
- */
-Datum
-ordering_consumer_counters(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HASH_SEQ_STATUS hs;
-	ConsumerEntry *entry;
-
-	check_preloaded();
-	InitMaterializedSRF(fcinfo, 0);
-	if (rsinfo->setDesc->natts < CONSUMER_COLUMNS_1_0 ||
-		rsinfo->setDesc->natts > CONSUMER_COLUMNS)
-		elog(ERROR, "unexpected row type of %d columns for consumer statistics",
-			 rsinfo->setDesc->natts);
-
-	LWLockAcquire(stats_shared->lock, LW_SHARED);
-	hash_seq_init(&hs, consumer_hash);
-	while ((entry = hash_seq_search(&hs)) != NULL)
-	{
-		Datum		values[CONSUMER_COLUMNS];
-		bool		nulls[CONSUMER_COLUMNS] = {0};
-		Datum		buckets[ORDERING_NUM_BUCKETS];
-		Counters	c;
-		int			i;
-		int			col;
-
-		if (entry->key.dbid != MyDatabaseId)
-			continue;
-		SpinLockAcquire(&entry->mutex);
-		c = entry->c;
-		SpinLockRelease(&entry->mutex);
-
-		col = 0;
-		values[col++] = CStringGetTextDatum(entry->key.name);
-		for (i = 0; i <= ORDERING_EVENT_GAP_ESCALATED; i++)
-			values[col++] = Int64GetDatum(c.events[i]);
-		for (i = 0; i < ORDERING_NUM_BUCKETS; i++)
-			buckets[i] = Int64GetDatum(c.buckets[i]);
-		values[col++] =
-			PointerGetDatum(construct_array(buckets, ORDERING_NUM_BUCKETS,
-											INT8OID, sizeof(int64),
-											FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		values[col++] = Int64GetDatum(c.distance_sum);
-		for (i = ORDERING_EVENT_GAP_ESCALATED + 1; i < ORDERING_NUM_EVENTS; i++)
-			values[col++] = Int64GetDatum(c.events[i]);
-		Assert(col == CONSUMER_COLUMNS);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	LWLockRelease(stats_shared->lock);
-	return (Datum) 0;
-}
-
-/*
- * Columns of ordering_internal.stream_statistics(): the name, sequence
- * numbers assigned, then those added in 1.1: supplied numbers refused, and
- * what reconciliation found and did.  ordering.stream_counters() of 1.0 and
- * 1.1 (dropped by 1.2, and still called by a database not yet updated) is
- * the same function with the first STREAM_COLUMNS_1_0 of them.
- */
-#define STREAM_COLUMNS_1_0		2
-#define STREAM_COLUMNS			6
-
-/*
- * ordering_internal.stream_statistics() and ordering.stream_counters(): the
- * counters of the streams of the current database, one row each.  Fills as
- * many columns as the caller's row type has, in the order above.
- */
-Datum
-ordering_stream_counters(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HASH_SEQ_STATUS hs;
-	StreamEntry *entry;
-	int			natts;
-
-	check_preloaded();
-	InitMaterializedSRF(fcinfo, 0);
-	natts = rsinfo->setDesc->natts;
-	if (natts < STREAM_COLUMNS_1_0 || natts > STREAM_COLUMNS)
-		elog(ERROR, "unexpected row type of %d columns for stream statistics",
-			 natts);
-
-	LWLockAcquire(stats_shared->lock, LW_SHARED);
-	hash_seq_init(&hs, stream_hash);
-	while ((entry = hash_seq_search(&hs)) != NULL)
-	{
-		Datum		values[STREAM_COLUMNS];
-		bool		nulls[STREAM_COLUMNS] = {0};
-		int64		counts[STREAM_COLUMNS - 1];
-
-		if (entry->key.dbid != MyDatabaseId)
-			continue;
-		SpinLockAcquire(&entry->mutex);
-		counts[0] = entry->assigned;
-		counts[1] = entry->conflicts;
-		counts[2] = entry->reconcile_behind;
-		counts[3] = entry->reconcile_republished;
-		counts[4] = entry->reconcile_purged;
-		SpinLockRelease(&entry->mutex);
-
-		values[0] = CStringGetTextDatum(entry->key.name);
-		for (int i = 1; i < STREAM_COLUMNS; i++)
-			values[i] = Int64GetDatum(counts[i - 1]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	LWLockRelease(stats_shared->lock);
-	return (Datum) 0;
-}
-
-/*
- * ordering_internal.stats_reset_time(): since when the counters count.
- */
-Datum
-ordering_stats_reset_time(PG_FUNCTION_ARGS)
-{
-	TimestampTz result;
-
-	check_preloaded();
-	LWLockAcquire(stats_shared->lock, LW_SHARED);
-	result = stats_shared->stats_reset;
-	LWLockRelease(stats_shared->lock);
-	PG_RETURN_TIMESTAMPTZ(result);
-}
-
-/*
- * ordering.stats_reset(): forget all counters, of every database.
- */
-Datum
-ordering_stats_reset(PG_FUNCTION_ARGS)
-{
-	HASH_SEQ_STATUS hs;
-	StatsKey   *key;
-
-	check_preloaded();
-	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
-	hash_seq_init(&hs, consumer_hash);
-	while ((key = hash_seq_search(&hs)) != NULL)
-		hash_search(consumer_hash, key, HASH_REMOVE, NULL);
-	hash_seq_init(&hs, stream_hash);
-	while ((key = hash_seq_search(&hs)) != NULL)
-		hash_search(stream_hash, key, HASH_REMOVE, NULL);
-	stats_shared->stats_reset = GetCurrentTimestamp();
-	/* the entries that held the sketches are gone */
-	stats_shared->sketches_used = 0;
-	LWLockRelease(stats_shared->lock);
-	PG_RETURN_VOID();
-}
-
-/*
- * ordering.hot_resources(kind text, name text, n integer)
- * returns table (resource_id text, events bigint, max_error bigint)
- *
- * The n busiest resources of a stream or consumer of the current database
- * from its sketch, busiest first: "events" overcounts by at most max_error,
- * which is at most the events of that stream or consumer since the last
- * reset divided by ordering.hot_resources_size (sketch.h).  Nothing for a
- * name without a sketch.
- */
-Datum
-ordering_hot_resources(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *kind;
-	HTAB	   *hash = NULL;
-	int32		n;
-	StatsKey	key;
-	void	   *entry;
-	Sketch	   *copy = NULL;
-	int			used;
-
-	check_preloaded();
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null",
-						PG_ARGISNULL(0) ? "kind" : PG_ARGISNULL(1) ? "name" : "n")));
-	kind = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	if (strcmp(kind, "stream") == 0)
-		hash = stream_hash;
-	else if (strcmp(kind, "consumer") == 0)
-		hash = consumer_hash;
-	else
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("kind must be \"stream\" or \"consumer\", not \"%s\"", kind)));
-	n = PG_GETARG_INT32(2);
-	if (n < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("n must not be negative, got %d", n)));
-	InitMaterializedSRF(fcinfo, 0);
-
-	memset(&key, 0, sizeof(key));
-	key.dbid = MyDatabaseId;
-	copy_name(key.name, text_to_cstring(PG_GETARG_TEXT_PP(1)));
-
-	LWLockAcquire(stats_shared->lock, LW_SHARED);
-	entry = hash_search(hash, &key, HASH_FIND, NULL);
-	if (entry != NULL && ENTRY_SKETCH(entry) != 0)
-	{
-		int			s = ENTRY_SKETCH(entry) - 1;
-
-		copy = palloc(hot_stride);
-		SpinLockAcquire(&hot_locks[s]);
-		memcpy(copy, HOT_SKETCH(s), SKETCH_BYTES(ordering_hot_size));
-		SpinLockRelease(&hot_locks[s]);
-	}
-	LWLockRelease(stats_shared->lock);
-	if (copy == NULL)
-		return (Datum) 0;
-
-	used = ordering_sketch_sort(copy);
-	for (int i = 0; i < Min(used, n); i++)
-	{
-		Datum		values[3];
-		bool		nulls[3] = {0};
-
-		values[0] = CStringGetTextDatum(copy->counters[i].id);
-		values[1] = Int64GetDatum(copy->counters[i].count);
-		values[2] = Int64GetDatum(copy->counters[i].error);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
 }

@@ -13,7 +13,7 @@
 #ifndef ORDERING_STATS_H
 #define ORDERING_STATS_H
 
-#include "common/int.h"
+#include "stats_events.h"
 
 /*
  * What the consumer functions count (consumer.c, newer_only.c), per consumer:
@@ -87,52 +87,6 @@
  * counted again.  At commit, like the rest.
  */
 
-typedef enum OrderingEvent
-{
-	ORDERING_EVENT_CONSUMED,	/* any event handed to a consumer function */
-	ORDERING_EVENT_APPLIED,		/* the caller applies it now */
-	ORDERING_EVENT_STALE,		/* older than the position */
-	ORDERING_EVENT_DUPLICATE,	/* equal to the position, or already parked */
-	ORDERING_EVENT_PARKED,		/* early: parked */
-	ORDERING_EVENT_DRAINED,		/* parked earlier, applied now */
-	ORDERING_EVENT_GAP_ESCALATED,	/* a gap passed the deadline */
-	ORDERING_EVENT_DEAD_LETTERED,	/* became the dead letter of its resource */
-	ORDERING_EVENT_SKIPPED,		/* given up by skip_gap or discard_dead_letter */
-	ORDERING_NUM_EVENTS
-} OrderingEvent;
-
-/*
- * Reorder-distance histogram: upper bounds of the buckets; one more bucket
- * counts everything above the last bound.
- */
-#define ORDERING_DISTANCE_BOUNDS	{1, 2, 3, 5, 10, 25, 100}
-#define ORDERING_NUM_BOUNDS			7
-#define ORDERING_NUM_BUCKETS		(ORDERING_NUM_BOUNDS + 1)
-
-/*
- * Consumer and stream names are kept up to this many bytes (including the
- * terminating zero); longer names are cut at a character boundary.
- */
-#define ORDERING_STATS_NAME_LEN		128
-
-/*
- * a + n for a counter, n >= 0: every counter of the statistics (pending,
- * shared, the sketches' counts) saturates at PG_INT64_MAX instead of
- * wrapping to a negative number.  Event counts never get there; sums of
- * sequence numbers (events skipped, the reorder distance) can, in one call
- * near seq 2^63 - 1.
- */
-static inline int64
-ordering_counter_add(int64 a, int64 n)
-{
-	int64		sum;
-
-	Assert(a >= 0 && n >= 0);
-	if (pg_add_s64_overflow(a, n, &sum))
-		return PG_INT64_MAX;
-	return sum;
-}
-
 /* Called from _PG_init: request shared memory when preloaded. */
 extern void ordering_stats_init(void);
 
@@ -152,13 +106,6 @@ extern void ordering_stats_sequence_assigned(const char *stream, int64 n);
  * meant for the moment before the error is raised).
  */
 extern void ordering_stats_sequence_conflict(const char *stream);
-
-/*
- * Resource ids are kept in the hot-resources sketches up to this many bytes
- * (including the terminating zero), cut at a character boundary; resources
- * are told apart by a 64-bit hash of the whole id.
- */
-#define ORDERING_HOT_ID_LEN			64
 
 /*
  * Offer n events of a resource to the hot-resources sketch of a stream

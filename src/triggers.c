@@ -10,6 +10,8 @@
  * at every call, so a column dropped or retyped after the trigger was
  * created gives a clear error instead of a wrong result.
  *
+ * Layer: the ground: it calls nothing of the extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -37,35 +37,29 @@
  * workers, in transactions that Citus prepares for two-phase commit when
  * they span nodes, and PREPARE TRANSACTION refuses one that sent NOTIFY.
  *
- * Turning it on or off (ordering.wake_relays()) takes SHARE ROW EXCLUSIVE
- * on the table and its partitions, as CREATE TRIGGER does, so it waits for
- * the transactions writing them and takes effect for every one after it;
- * their cached verdicts are forgotten through a relcache invalidation.
+ * Turning it on or off (ordering.wake_relays(), attachments.c, which
+ * writes the registry) takes SHARE ROW EXCLUSIVE on the table and its
+ * partitions, as CREATE TRIGGER does, so it waits for the transactions
+ * writing them and takes effect for every one after it; their cached
+ * verdicts are forgotten through a relcache invalidation.
+ *
+ * Layer: the ground of the producer side.  The counters (counters.c) call
+ * it when a row is stored, the sequencing trigger (producer.c) arms it;
+ * it calls nothing of the extension but text_equal.h.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/pg_inherits.h"
 #include "commands/async.h"
 #include "fmgr.h"
-#include "miscadmin.h"
-#include "storage/lmgr.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/inval.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 
-#include "citus.h"
-#include "ordering.h"
-#include "owned.h"
+#include "text_equal.h"
 #include "wakeup.h"
-
-PG_FUNCTION_INFO_V1(ordering_wake_relays);
 
 bool		ordering_wakeup_armed = false;
 
@@ -154,76 +148,4 @@ ordering_wakeup_stored_row(text *stream)
 			return;
 		}
 	}
-}
-
-/*
- * ordering.wake_relays(tbl regclass, enabled boolean DEFAULT true)
- * returns void
- *
- * Turns the wake-up of an attached table on or off (file header).  Needs
- * the TRIGGER privilege on the table, as attaching it does.
- */
-Datum
-ordering_wake_relays(PG_FUNCTION_ARGS)
-{
-	Oid			relid;
-	bool		enabled;
-	AclResult	aclresult;
-	List	   *tables;
-	ListCell   *lc;
-	OwnedRel	attachments;
-	OwnedRow	row;
-	Datum		key[1];
-	Datum		values[OWNED_MAX_NATTS];
-	bool		nulls[OWNED_MAX_NATTS];
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table must not be null")));
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("enabled must not be null")));
-	relid = PG_GETARG_OID(0);
-	enabled = PG_GETARG_BOOL(1);
-	owned_prevent_write("ordering.wake_relays()");
-
-	LockRelationOid(relid, ShareRowExclusiveLock);
-	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
-	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_TRIGGER);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult,
-					   get_relkind_objtype(get_rel_relkind(relid)),
-					   get_rel_name(relid));
-	/* its partitions too: rows inserted into one lock only the partition */
-	tables = find_all_inheritors(relid, ShareRowExclusiveLock, NULL);
-
-	key[0] = ObjectIdGetDatum(relid);
-	owned_open(OWNED_ATTACHMENTS, RowExclusiveLock, &attachments);
-	if (!owned_fetch(&attachments, key, SnapshotSelf, &row) ||
-		!DatumGetBool(row.values[ATTACHMENTS_ATTACHED - 1]))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("relation \"%s\" is not attached", get_rel_name(relid)),
-				 errhint("Call ordering.attach() on it first.")));
-	if (OidIsValid(citus_stream_counter_table(DatumGetTextPP(row.values[ATTACHMENTS_STREAM - 1]))))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("relation \"%s\" is distributed by Citus: its rows are stored on the workers, in transactions that Citus may prepare for two-phase commit, which cannot send NOTIFY",
-						get_rel_name(relid)),
-				 errhint("Relays of a distributed outbox poll each node with ordering.claim_unpublished_on_node() (docs/citus.md).")));
-	memcpy(values, row.values, sizeof(values));
-	memcpy(nulls, row.nulls, sizeof(nulls));
-	values[ATTACHMENTS_WAKE_RELAYS - 1] = BoolGetDatum(enabled);
-	/* the table's lock serializes every writer of its registry row */
-	owned_update(&attachments, &row, values, nulls);
-	owned_close(&attachments);
-
-	foreach(lc, tables)
-		CacheInvalidateRelcacheByRelid(lfirst_oid(lc));
-	PG_RETURN_VOID();
 }

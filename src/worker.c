@@ -37,6 +37,9 @@
  * but what the postmaster's background-worker slots and the sweep's own
  * table locks (see gaps.c) provide.
  *
+ * Layer: the top of the sweep (background workers); it calls gaps.c
+ * (through SQL and gaps.h), plans.c and settings.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -67,7 +70,10 @@
 #include "utils/varlena.h"
 #include "utils/wait_event.h"
 
-#include "ordering.h"
+#include "gaps.h"
+#include "plans.h"
+#include "settings.h"
+#include "worker.h"
 
 PGDLLEXPORT void ordering_launcher_main(Datum main_arg);
 PGDLLEXPORT void ordering_sweeper_main(Datum main_arg);

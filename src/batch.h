@@ -1,0 +1,24 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.h
+ *	  Set-based consumer calls, deliver_batch() and apply_batch()
+ *	  (batch.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ORDERING_BATCH_H
+#define ORDERING_BATCH_H
+
+#include "fmgr.h"
+
+/*
+ * The ords of a part of a distributed consumer's batch in the whole batch,
+ * set by its call on the resource's node (consumer_call.c), or NULL
+ */
+extern const int32 *batch_ords;
+
+extern PGDLLEXPORT Datum ordering_deliver_batch(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_deliver_batch_handler(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_apply_batch(PG_FUNCTION_ARGS);
+
+#endif							/* ORDERING_BATCH_H */

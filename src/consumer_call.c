@@ -1,0 +1,501 @@
+/*-------------------------------------------------------------------------
+ *
+ * consumer_call.c
+ *	  The call functions of a distributed consumer, run on the node that
+ *	  holds its resource: ordering_internal.<tag>_call() for one consumer
+ *	  function's call, ordering_internal.<tag>_batch() for a part of a
+ *	  batch (consumer_citus.c routes them there and says why it is safe).
+ *
+ * The call (the resource's node).  ordering_consumer_call() finds the
+ * consumer's tables by its own name, checks that the caller may execute
+ * the consumer function it stands for, finds the shard of the resource,
+ * takes its metadata lock in ShareLock and looks again (citus_meta.c: a
+ * move or split that blocked writes first has committed, and the shard is
+ * looked up anew; one that starts later waits for this transaction), and
+ * refuses if the shard is not placed here (SQLSTATE 40001: only a caller
+ * that routed without the lock can get here then).  It then points the
+ * storage layer's four tables at the shards of the group for the duration
+ * of the call (owned_redirect) and runs the consumer function itself: the
+ * decisions, the locking rules of owned_rows.c and consumer.c, parking,
+ * handlers, dead letters and gap requests are those of one node, on
+ * tables that hold only this consumer's rows.  A handler runs on that
+ * node, under Citus's force-delegation rule: its queries may touch only
+ * the rows of the same resource in co-located tables (its projection).
+ * A consumer function called from it for another consumer or resource is
+ * refused (0A000): the tables in use are those of one shard group.
+ *
+ * Layer: the top of the consumer side.  It runs the consumer functions
+ * (consumer.c, batch.c, dead_letters.c) and uses the routing's helpers
+ * (consumer_citus_internal.h); nothing calls it but SQL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/tuplestore.h"
+
+#include "batch.h"
+#include "citus_meta.h"
+#include "compat.h"
+#include "consumer.h"
+#include "consumer_citus.h"
+#include "consumer_citus_internal.h"
+#include "dead_letters.h"
+#include "owned.h"
+#include "text_equal.h"
+
+PG_FUNCTION_INFO_V1(ordering_consumer_call);
+PG_FUNCTION_INFO_V1(ordering_consumer_batch);
+
+/* Argument types of the consumer functions, as the forms below take them */
+static const Oid deliver_types[] = {TEXTOID, TEXTOID, INT8OID, JSONBOID,
+REGPROCEDUREOID, TEXTOID};
+static const Oid key_types[] = {TEXTOID, TEXTOID, INT8OID};
+static const Oid dead_types[] = {TEXTOID, TEXTOID, INT8OID, JSONBOID, TEXTOID};
+static const Oid retry_types[] = {TEXTOID, TEXTOID, REGPROCEDUREOID};
+
+/*
+ * The consumer function each op of a call function stands for: its name
+ * and argument types, and how many of them it takes (with an option given:
+ * the form of deliver() with on_error).  The batch function checks its
+ * three ops itself (ordering_consumer_batch).
+ */
+static const struct
+{
+	char		op;
+	const char *name;
+	const Oid  *types;
+	int			nargs;
+	int			nargs_option;
+}			dist_forms[] = {
+	{DIST_DELIVER, "deliver", deliver_types, 4, 4},
+	{DIST_DELIVER_HANDLER, "deliver", deliver_types, 5, 6},
+	{DIST_APPLY, "apply_if_newer", key_types, 3, 3},
+	{DIST_POSITION, "position", key_types, 2, 2},
+	{DIST_SKIP_GAP, "skip_gap", key_types, 2, 2},
+	{DIST_DEAD_LETTER, "dead_letter", dead_types, 5, 5},
+	{DIST_RETRY, "retry_dead_letter", retry_types, 2, 2},
+	{DIST_RETRY_HANDLER, "retry_dead_letter", retry_types, 3, 3},
+	{DIST_DISCARD, "discard_dead_letter", key_types, 2, 2},
+};
+
+/*
+ * The consumer function a call function's op stands for, for the privilege
+ * check; an error for an op of none.
+ */
+static Oid
+dist_op_function(char op, bool option)
+{
+	for (int i = 0; i < lengthof(dist_forms); i++)
+	{
+		List	   *qualified;
+
+		if (dist_forms[i].op != op)
+			continue;
+		qualified = list_make1(makeString("ordering"));
+		qualified = lappend(qualified, makeString(pstrdup(dist_forms[i].name)));
+		return LookupFuncName(qualified,
+							  option ? dist_forms[i].nargs_option :
+							  dist_forms[i].nargs,
+							  dist_forms[i].types, false);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown operation \"%c\"", op)));
+}
+
+/*
+ * Check that the caller of a call function may execute the consumer
+ * function it stands for (for deliver() with a handler, the form with
+ * on_error when an option is given): the call function is executable by
+ * every role, and does nothing a role could not do through the consumer
+ * functions.
+ */
+static void
+dist_check_privilege(char op, bool option)
+{
+	Oid			fn = dist_op_function(op, option);
+	AclResult	aclresult = ordering_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
+
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_FUNCTION, format_procedure(fn));
+}
+
+/*
+ * The shards of a distributed consumer's tables that sit with the shard of
+ * a resource, on this node, with their metadata lock (file header);
+ * shard gets the resource's shard.
+ */
+static void
+dist_local_shards(const char *tag, text *consumer, text *resource,
+				  CitusTable *table, CitusShard *shard,
+				  Oid shards[lengthof(dist_tables)])
+{
+	Oid			positions = consumer_dist_relation(tag, "_positions");
+
+	if (!OidIsValid(positions))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("consumer \"%s\" is not distributed on this node",
+						text_to_cstring(consumer))));
+	dist_lock_resource(positions, resource, table, shard);
+	if (!citus_shard_here(shard->shardid))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("the shard of resource \"%s\" of consumer \"%s\" is not on this node",
+						text_to_cstring(resource), text_to_cstring(consumer)),
+				 errdetail("Shard " INT64_FORMAT " moved while the call was routed.",
+						   shard->shardid),
+				 errhint("Retry the transaction.")));
+	for (int i = 0; i < lengthof(dist_tables); i++)
+	{
+		Oid			rel = consumer_dist_relation(tag, dist_tables[i].suffix);
+		CitusShard	sibling;
+
+		if (!OidIsValid(rel) || !citus_colocated_shard(rel, shard->minvalue, &sibling))
+			elog(ERROR, "no shard of %s%s co-located with shard " INT64_FORMAT,
+				 tag, dist_tables[i].suffix, shard->shardid);
+		shards[i] = citus_shard_relid(rel, sibling.shardid);
+		if (!OidIsValid(shards[i]))
+			elog(ERROR, "shard " INT64_FORMAT " of %s%s is not on this node",
+				 sibling.shardid, tag, dist_tables[i].suffix);
+	}
+}
+
+/*
+ * Check that a call or batch function runs as the one of this consumer:
+ * its own name is <tag of the consumer><suffix>.  Fills tag.
+ */
+static void
+dist_check_function(FunctionCallInfo fcinfo, text *consumer,
+					const char *suffix, char *tag)
+{
+	char	   *own_name = get_func_name(fcinfo->flinfo->fn_oid);
+
+	consumer_tag(consumer, tag);
+	if (own_name == NULL || strncmp(own_name, tag, TAG_LEN) != 0 ||
+		strcmp(own_name + TAG_LEN, suffix) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("function %s is not the %s function of consumer \"%s\"",
+						own_name ? own_name : "?", suffix + 1,
+						text_to_cstring(consumer))));
+}
+
+/*
+ * ordering_internal.<tag>_call(op "char", resource_id text, consumer text,
+ *								seq bigint, payload jsonb,
+ *								handler regprocedure, option text)
+ * returns table (seq bigint, payload jsonb)
+ *
+ * Runs one consumer function's call on this node's shards of the
+ * resource (file header).  Rows for the functions that return rows; one
+ * row whose seq is the result for the others.
+ */
+Datum
+ordering_consumer_call(PG_FUNCTION_ARGS)
+{
+	LOCAL_FCINFO(inner, 6);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char		op;
+	text	   *consumer;
+	text	   *resource;
+	char		tag[TAG_LEN + 1];
+	CitusTable	table;
+	CitusShard	shard;
+	Oid			saved[lengthof(dist_tables)];
+	Oid			shards[lengthof(dist_tables)];
+	text	   *saved_consumer = dist_current.consumer;
+	text	   *saved_resource = dist_current.resource;
+	int			nargs = 2;
+	volatile Datum result = (Datum) 0;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("op, resource_id and consumer must not be null")));
+	op = PG_GETARG_CHAR(0);
+	resource = PG_GETARG_TEXT_PP(1);
+	consumer = PG_GETARG_TEXT_PP(2);
+
+	/* the function of this consumer, and a consumer function it may run */
+	dist_check_function(fcinfo, consumer, "_call", tag);
+	dist_check_privilege(op, !PG_ARGISNULL(6));
+
+	/* the resource's shards, here, and their metadata lock */
+	dist_local_shards(tag, consumer, resource, &table, &shard, shards);
+
+	/* the consumer function's own arguments */
+	InitFunctionCallInfoData(*inner, fcinfo->flinfo, 0, InvalidOid, NULL,
+							 dist_op_returns_rows(op) ? (Node *) rsinfo : NULL);
+	inner->args[0] = fcinfo->args[2];
+	inner->args[1] = fcinfo->args[1];
+	switch (op)
+	{
+		case DIST_DELIVER:
+			inner->args[2] = fcinfo->args[3];
+			inner->args[3] = fcinfo->args[4];
+			nargs = 4;
+			break;
+		case DIST_DELIVER_HANDLER:
+		case DIST_DEAD_LETTER:
+			inner->args[2] = fcinfo->args[3];
+			inner->args[3] = fcinfo->args[4];
+			inner->args[4] = op == DIST_DEAD_LETTER ? fcinfo->args[6] :
+				fcinfo->args[5];
+			inner->args[5] = fcinfo->args[6];
+			nargs = op == DIST_DEAD_LETTER || PG_ARGISNULL(6) ? 5 : 6;
+			break;
+		case DIST_APPLY:
+			inner->args[2] = fcinfo->args[3];
+			nargs = 3;
+			break;
+		case DIST_RETRY_HANDLER:
+			inner->args[2] = fcinfo->args[5];
+			nargs = 3;
+			break;
+	}
+	inner->nargs = nargs;
+	if (!dist_op_returns_rows(op))
+		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+
+	for (int i = 0; i < lengthof(dist_tables); i++)
+		saved[i] = owned_redirect(dist_tables[i].id, shards[i]);
+	dist_current.consumer = consumer;
+	dist_current.resource = resource;
+	PG_TRY();
+	{
+		switch (op)
+		{
+			case DIST_DELIVER:
+				(void) ordering_deliver(inner);
+				break;
+			case DIST_DELIVER_HANDLER:
+				result = Int64GetDatum(DatumGetInt32(ordering_deliver_handler(inner)));
+				break;
+			case DIST_APPLY:
+				result = Int64GetDatum(DatumGetBool(ordering_apply_if_newer(inner)) ? 1 : 0);
+				break;
+			case DIST_POSITION:
+				result = ordering_position(inner);
+				break;
+			case DIST_SKIP_GAP:
+				(void) ordering_skip_gap(inner);
+				break;
+			case DIST_DEAD_LETTER:
+				(void) ordering_dead_letter(inner);
+				break;
+			case DIST_RETRY:
+				(void) ordering_retry_dead_letter(inner);
+				break;
+			case DIST_RETRY_HANDLER:
+				result = Int64GetDatum(DatumGetInt32(ordering_retry_dead_letter_handler(inner)));
+				break;
+			case DIST_DISCARD:
+				(void) ordering_discard_dead_letter(inner);
+				break;
+		}
+	}
+	PG_FINALLY();
+	{
+		for (int i = 0; i < lengthof(dist_tables); i++)
+			(void) owned_redirect(dist_tables[i].id, saved[i]);
+		dist_current.consumer = saved_consumer;
+		dist_current.resource = saved_resource;
+	}
+	PG_END_TRY();
+
+	if (!dist_op_returns_rows(op))
+	{
+		Datum		values[2] = {result, (Datum) 0};
+		bool		nulls[2] = {false, true};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * ordering_internal.<tag>_batch(op "char", resource_id text, consumer text,
+ *								 ords integer[], resource_ids text[],
+ *								 seqs bigint[], payloads jsonb[],
+ *								 handler regprocedure, option text)
+ * returns table (ord integer, seq bigint, payload jsonb)
+ *
+ * Runs a part of a batch on this node's shards of resource_id (every event
+ * must be of that shard; of that resource for the handler form), through
+ * the batch function it stands for, the events named by their ords in the
+ * whole batch: deliver_batch()'s rows; apply_batch()'s (ord, 1 or 0 for
+ * applied); for the handler form one row whose seq is the count.
+ */
+Datum
+ordering_consumer_batch(PG_FUNCTION_ARGS)
+{
+	LOCAL_FCINFO(inner, 6);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char		op;
+	text	   *consumer;
+	text	   *resource;
+	char		tag[TAG_LEN + 1];
+	CitusTable	table;
+	CitusShard	shard;
+	Oid			shards[lengthof(dist_tables)];
+	Oid			saved[lengthof(dist_tables)];
+	text	   *saved_consumer = dist_current.consumer;
+	text	   *saved_resource = dist_current.resource;
+	const int32 *saved_ords = batch_ords;
+	Datum	   *ords;
+	bool	   *ordnulls;
+	Datum	   *ids;
+	bool	   *idnulls;
+	int			n;
+	int32	   *ordvals;
+	ReturnSetInfo part = {0};
+	volatile Datum ran = (Datum) 0;
+
+	for (int i = 0; i < 5; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("op, resource_id, consumer, ords and resource_ids must not be null")));
+	op = PG_GETARG_CHAR(0);
+	resource = PG_GETARG_TEXT_PP(1);
+	consumer = PG_GETARG_TEXT_PP(2);
+	dist_check_function(fcinfo, consumer, "_batch", tag);
+	{
+		static const Oid deliver[] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID,
+		JSONBARRAYOID, REGPROCEDUREOID, TEXTOID};
+		List	   *name = list_make1(makeString("ordering"));
+		Oid			fn;
+		AclResult	aclresult;
+
+		if (op != DIST_DELIVER_BATCH && op != DIST_DELIVER_BATCH_HANDLER &&
+			op != DIST_APPLY_BATCH)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown operation \"%c\"", op)));
+		name = lappend(name, makeString(op == DIST_APPLY_BATCH ? "apply_batch" :
+										"deliver_batch"));
+		fn = LookupFuncName(name, op == DIST_DELIVER_BATCH_HANDLER ? 6 :
+							op == DIST_DELIVER_BATCH ? 4 : 3, deliver, false);
+		aclresult = ordering_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, OBJECT_FUNCTION, format_procedure(fn));
+	}
+
+	/* the part's shard, here; every event of the part is of it */
+	dist_local_shards(tag, consumer, resource, &table, &shard, shards);
+	n = dist_array(fcinfo, 4, TEXTOID, &ids, &idnulls);
+	if (dist_array(fcinfo, 3, INT4OID, &ords, &ordnulls) != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ords and resource_ids must have the same length")));
+	ordvals = palloc(sizeof(int32) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		int32		hash;
+
+		if (ordnulls[i] || idnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("ords and resource_ids must not hold nulls")));
+		ordvals[i] = DatumGetInt32(ords[i]);
+		hash = citus_hash(&table, ids[i]);
+		if (hash < shard.minvalue || hash > shard.maxvalue ||
+			(op == DIST_DELIVER_BATCH_HANDLER &&
+			 !ordering_text_equal(DatumGetTextPP(ids[i]), resource)))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("event %d of the batch is not of the part's shard", ordvals[i]),
+					 errhint("Retry the transaction.")));
+	}
+
+	/* the batch function's own arguments */
+	InitFunctionCallInfoData(*inner, fcinfo->flinfo,
+							 op == DIST_DELIVER_BATCH_HANDLER ? 6 :
+							 op == DIST_DELIVER_BATCH ? 4 : 3,
+							 InvalidOid, NULL, NULL);
+	inner->args[0] = fcinfo->args[2];
+	inner->args[1] = fcinfo->args[4];
+	inner->args[2] = fcinfo->args[5];
+	inner->args[3] = fcinfo->args[6];
+	inner->args[4] = fcinfo->args[7];
+	inner->args[5] = fcinfo->args[8];
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (op == DIST_DELIVER_BATCH)
+		inner->resultinfo = (Node *) rsinfo;
+	else if (op == DIST_APPLY_BATCH)
+	{
+		/* apply_batch()'s rows (ord, applied), copied below */
+		part.type = T_ReturnSetInfo;
+		part.econtext = rsinfo->econtext;
+		part.allowedModes = SFRM_Materialize;
+		part.expectedDesc = CreateTemplateTupleDesc(2);
+		TupleDescInitEntry(part.expectedDesc, 1, "ord", INT4OID, -1, 0);
+		TupleDescInitEntry(part.expectedDesc, 2, "applied", BOOLOID, -1, 0);
+		inner->resultinfo = (Node *) &part;
+	}
+
+	for (int i = 0; i < lengthof(dist_tables); i++)
+		saved[i] = owned_redirect(dist_tables[i].id, shards[i]);
+	dist_current.consumer = consumer;
+	dist_current.resource = resource;
+	batch_ords = ordvals;
+	PG_TRY();
+	{
+		if (op == DIST_DELIVER_BATCH)
+			(void) ordering_deliver_batch(inner);
+		else if (op == DIST_APPLY_BATCH)
+			(void) ordering_apply_batch(inner);
+		else
+			ran = ordering_deliver_batch_handler(inner);
+	}
+	PG_FINALLY();
+	{
+		for (int i = 0; i < lengthof(dist_tables); i++)
+			(void) owned_redirect(dist_tables[i].id, saved[i]);
+		dist_current.consumer = saved_consumer;
+		dist_current.resource = saved_resource;
+		batch_ords = saved_ords;
+	}
+	PG_END_TRY();
+
+	if (op == DIST_APPLY_BATCH)
+	{
+		TupleTableSlot *slot = MakeSingleTupleTableSlot(part.setDesc,
+														&TTSOpsMinimalTuple);
+
+		while (tuplestore_gettupleslot(part.setResult, true, false, slot))
+		{
+			bool		isnull;
+			Datum		values[3];
+			bool		nulls[3] = {false, false, true};
+
+			values[0] = slot_getattr(slot, 1, &isnull);
+			values[1] = Int64GetDatum(DatumGetBool(slot_getattr(slot, 2, &isnull)) ? 1 : 0);
+			values[2] = (Datum) 0;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+		ExecDropSingleTupleTableSlot(slot);
+	}
+	else if (op == DIST_DELIVER_BATCH_HANDLER)
+	{
+		Datum		values[3] = {Int32GetDatum(0), Int64GetDatum(DatumGetInt32(ran)), (Datum) 0};
+		bool		nulls[3] = {false, false, true};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

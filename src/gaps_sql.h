@@ -1,0 +1,64 @@
+/*-------------------------------------------------------------------------
+ *
+ * gaps_sql.h
+ *	  The statement of one gap sweep, for the sweep of the extension's own
+ *	  tables (gaps.c) and of a distributed consumer's shard group
+ *	  (gaps_citus.c): one text, with the tables as parameters.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ORDERING_GAPS_SQL_H
+#define ORDERING_GAPS_SQL_H
+
+/*
+ * One sweep: $1 is the deadline in seconds; OPEN_GAPS a relation (or
+ * subquery) of the open gaps, REQUESTS the gap requests table, RESULT the
+ * select list of the rows returned (of upsert u).  "gap" is the list of
+ * open gaps with whether to emit each; "cleaned" deletes the requests of
+ * gaps no longer open; "upsert" writes the requests (EXCLUDED.attempts is
+ * 1 to emit, 0 to only refresh).  Returns the emitted requests.
+ */
+#define ORDERING_SWEEP_SQL(OPEN_GAPS, REQUESTS, RESULT) \
+"WITH gap AS MATERIALIZED (" \
+"  SELECT o.consumer, o.resource_id, o.missing_from, o.missing_to," \
+"         o.parked_count, o.first_parked_at," \
+"         (r.consumer IS NULL OR pg_catalog.now() OPERATOR(pg_catalog.>=)" \
+"            (r.last_requested_at OPERATOR(pg_catalog.+) pg_catalog.make_interval(" \
+"              secs => $1 OPERATOR(pg_catalog.*) pg_catalog.power(2.0::pg_catalog.float8," \
+"                (LEAST(r.attempts, 7) OPERATOR(pg_catalog.-) 1)::pg_catalog.float8))))" \
+"           AS emit" \
+"    FROM " OPEN_GAPS " o" \
+"    LEFT JOIN " REQUESTS " r" \
+"      ON r.consumer OPERATOR(pg_catalog.=) o.consumer" \
+"     AND r.resource_id OPERATOR(pg_catalog.=) o.resource_id" \
+"), cleaned AS (" \
+"  DELETE FROM " REQUESTS " r" \
+"   WHERE NOT EXISTS (SELECT FROM gap" \
+"                      WHERE gap.consumer OPERATOR(pg_catalog.=) r.consumer" \
+"                        AND gap.resource_id OPERATOR(pg_catalog.=) r.resource_id)" \
+"), upsert AS (" \
+"  INSERT INTO " REQUESTS " AS g" \
+"         (consumer, resource_id, missing_from, missing_to, parked_count," \
+"          first_parked_at, detected_at, last_requested_at, attempts)" \
+"  SELECT gap.consumer, gap.resource_id, gap.missing_from, gap.missing_to," \
+"         gap.parked_count, gap.first_parked_at, pg_catalog.now(), pg_catalog.now()," \
+"         CASE WHEN gap.emit THEN 1 ELSE 0 END" \
+"    FROM gap" \
+"  ON CONFLICT (consumer, resource_id) DO UPDATE" \
+"     SET missing_from = EXCLUDED.missing_from," \
+"         missing_to = EXCLUDED.missing_to," \
+"         parked_count = EXCLUDED.parked_count," \
+"         first_parked_at = EXCLUDED.first_parked_at," \
+"         last_requested_at = CASE WHEN EXCLUDED.attempts OPERATOR(pg_catalog.=) 1" \
+"                                  THEN pg_catalog.now() ELSE g.last_requested_at END," \
+"         attempts = g.attempts OPERATOR(pg_catalog.+) EXCLUDED.attempts" \
+"  RETURNING g.*" \
+")" \
+" SELECT " RESULT \
+"   FROM upsert u" \
+"   JOIN gap ON gap.consumer OPERATOR(pg_catalog.=) u.consumer" \
+"           AND gap.resource_id OPERATOR(pg_catalog.=) u.resource_id" \
+"  WHERE gap.emit" \
+"  ORDER BY u.consumer, u.resource_id"
+
+#endif							/* ORDERING_GAPS_SQL_H */
