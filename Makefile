@@ -63,7 +63,8 @@ REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 
 ISOLATION = producer_order keyed_reindex consumer_deliver consumer_apply consumer_newer_only gaps_sweep \
 	gaps_race owned_reindex owned_isolation producer_create reconcile_concurrent \
-	dead_letters_retry dead_letters_gaps batch_concurrent wakeup_notify citus_consumer_route bulk_concurrent
+	dead_letters_retry dead_letters_gaps batch_concurrent wakeup_notify citus_consumer_route bulk_concurrent \
+	bulk_statement
 # pg_isolation_regress reads specs/ and expected/ from --outputdir first, then
 # from --inputdir: the specs are linked into the output directory, so the
 # expected outputs come from the top-level expected/.

@@ -228,6 +228,37 @@ INSERT INTO bk (resource_id, body)
 SELECT 'sql', bk_sql_read('sql') FROM generate_series(1, 3)
 RETURNING seq, body AS sql_read_and_last_sequence_before_it;
 SELECT bk_sql_read('sql') AS after_the_statement;
+-- The same resource again: the counter row says 4, written at the
+-- statement's first row of it, while last_sequence() says 4, then 5.
+INSERT INTO bk (resource_id, body)
+SELECT 'sql', bk_sql_read('sql') FROM generate_series(1, 3)
+RETURNING seq, body AS sql_read_and_last_sequence_before_it;
+-- In row triggers: BEFORE row triggers run while the statement holds the
+-- counter, and so do the AFTER row triggers of a COPY, which fire inside
+-- it; those of an INSERT fire once it has written its counters.
+CREATE TABLE bk_reads (id serial, at text, via text, seen text);
+CREATE FUNCTION zz_bk_reads() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.resource_id = 'rd' THEN
+        INSERT INTO bk_reads (at, via, seen)
+        VALUES (TG_WHEN, NEW.body, NEW.seq || ': ' || bk_sql_read('rd'));
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER zz_bk_reads_before BEFORE INSERT ON bk FOR EACH ROW EXECUTE FUNCTION zz_bk_reads();
+CREATE TRIGGER zz_bk_reads_after AFTER INSERT ON bk FOR EACH ROW EXECUTE FUNCTION zz_bk_reads();
+INSERT INTO bk (resource_id, body) SELECT 'rd', 'insert' FROM generate_series(1, 3);
+COPY bk (resource_id, body) FROM STDIN;
+rd	copy
+rd	copy
+rd	copy
+\.
+SELECT at, via, seen AS "seq: sql read / last_sequence()" FROM bk_reads ORDER BY id;
+DROP TRIGGER zz_bk_reads_before ON bk;
+DROP TRIGGER zz_bk_reads_after ON bk;
+DROP TABLE bk_reads;
+DROP FUNCTION zz_bk_reads();
 
 -------------------------------------------------------------------------------
 -- Nested statements: a trigger that inserts into the same table

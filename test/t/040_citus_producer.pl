@@ -307,6 +307,58 @@ is(sql($w1, q{SELECT ordering.last_sequence('public.events', 'nx')}), '3',
 is(sql($coord, q{SELECT ordering.last_sequence('public.events', 'never')}), '0',
 	'last_sequence() of a resource without numbers');
 
+# ... and inside a multi-row statement, from a later BEFORE trigger on the
+# shards: the backend that inserts into a shard holds the counters of the
+# statement's resources (docs/bulk.md), so next_sequence() and
+# last_sequence() there answer from what it holds (citus.c,
+# counter_next_held() and counter_last_held()); an upsert or a read of the
+# counter shard would repeat a number or miss the statement's own.  Rows 2
+# and 3 of each resource take a number; every row logs what it saw.
+sql($coord, q{
+	CREATE TABLE traced (id bigserial, resource_id text NOT NULL, seq bigint,
+	                     take boolean NOT NULL DEFAULT false, last_seen bigint, taken bigint,
+	                     PRIMARY KEY (resource_id, id));
+	SELECT create_distributed_table('traced', 'resource_id', colocate_with => 'events');
+	SELECT ordering.attach('traced');
+	CREATE FUNCTION trace_numbers() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+	    NEW.last_seen := ordering.last_sequence('public.traced', NEW.resource_id);
+	    IF NEW.take THEN
+	        NEW.taken := ordering.next_sequence('public.traced', NEW.resource_id);
+	    END IF;
+	    RETURN NEW;
+	END $$;
+	SET citus.enable_unsafe_triggers = on;
+	CREATE TRIGGER zz_trace BEFORE INSERT ON traced FOR EACH ROW EXECUTE FUNCTION trace_numbers();
+});
+# each row: seq/last_sequence() seen/number taken
+my $traced = q{SELECT string_agg(seq || '/' || last_seen || '/' || coalesce(taken::text, '-'), ','
+                                  ORDER BY seq)
+                 FROM traced WHERE resource_id = 'tr%s'};
+my $expected_trace = '1/1/-,2/2/3,4/4/5,6/6/-';
+# through the coordinator: a multi-row INSERT (one per shard) and an
+# INSERT ... SELECT (a COPY into each shard)
+sql($coord, q{INSERT INTO traced (resource_id, take) VALUES
+              ('tr1', false), ('tr2', false), ('tr1', true), ('tr2', true),
+              ('tr1', true), ('tr2', true), ('tr1', false), ('tr2', false)});
+sql($coord, q{INSERT INTO traced (resource_id, take)
+              SELECT 'tr' || r, g IN (2, 3) FROM generate_series(3, 4) r, generate_series(1, 4) g});
+# on a worker, through the distributed table's shell there
+sql($w1, q{INSERT INTO traced (resource_id, take)
+           SELECT 'tr' || r, g IN (2, 3) FROM generate_series(5, 6) r, generate_series(1, 4) g});
+for my $r (1 .. 6)
+{
+	is(sql($coord, sprintf($traced, $r)), $expected_trace,
+		"tr$r: next_sequence() and last_sequence() in a shard's trigger continue the statement's numbers");
+}
+is(sql($coord, q{SELECT string_agg(ordering.last_sequence('public.traced', 'tr' || r)::text, ',')
+                   FROM generate_series(1, 6) r}),
+	'6,6,6,6,6,6', 'the counters were written with the last numbers');
+sql($coord, q{INSERT INTO traced (resource_id) VALUES ('tr1')});
+is(sql($coord, q{SELECT max(seq) FROM traced WHERE resource_id = 'tr1'}), '7',
+	'the next statement continues after them');
+sql($coord, q{SELECT ordering.detach('traced'); DROP TABLE traced;});
+
 # restore mode on every node: pre_restore() on the coordinator switches it
 # on everywhere (Citus propagates ALTER DATABASE ... SET to the workers);
 # rows carry their numbers; post_restore() on the coordinator raises the
