@@ -36,6 +36,9 @@
 # CG_PREPARED=1 prepares the one-event consumer statements once per session
 # and EXECUTEs them (as pgbench --protocol prepared does, plus the parsing of
 # a short EXECUTE); the batch statements stay as they are.
+# CG_PREPARED_BATCH=1 prepares the batch statements too, with the arrays
+# as parameters ($1, $2 where a statement uses them twice), as
+# docs/batch.md writes them: EXECUTE then parses each array once.
 # CG_KEEP=PREFIX keeps the callgrind files as PREFIX.variant (with the N
 # measured statements) and PREFIX.variant.0 (without).
 # PG_CONFIG=/path/to/pg_config counts on another PostgreSQL (test/lib.sh).
@@ -55,7 +58,7 @@ while [ $# -gt 0 ]; do
 		--inserts) n=$2; shift 2 ;;
 		--batch) batch=1; shift ;;
 		--consumer) consumer=1; shift ;;
-		-h|--help) sed -n '3,38p' "$0"; exit 0 ;;
+		-h|--help) sed -n '3,41p' "$0"; exit 0 ;;
 		*) variants+=("$1"); shift ;;
 	esac
 done
@@ -97,9 +100,10 @@ statements() {
 # previous one; so the events of run "warm + N" begin with those of run
 # "warm".
 consumer_statements() {
-	local prepared=0
+	local prepared=0 prepared_batch=0
 	[ -n "${CG_PREPARED:-}" ] && [[ "$1" != *_batch ]] && prepared=1
-	awk -v v="$1" -v count="$2" -v skip="$3" -v R="${CG_RESOURCES:-5000}" -v P="$prepared" 'BEGIN {
+	[ -n "${CG_PREPARED_BATCH:-}" ] && [[ "$1" == *_batch ]] && prepared_batch=1
+	awk -v v="$1" -v count="$2" -v skip="$3" -v R="${CG_RESOURCES:-5000}" -v P="$prepared" -v PB="$prepared_batch" 'BEGIN {
 		bs = R * 4; srand(42); k = 0; prev = -1; n = 0; m = 0; emitted = 0
 		while (emitted < skip + count) {
 			if (n == 0 || k >= (blk + 1) * bs) {
@@ -119,7 +123,29 @@ consumer_statements() {
 			}
 		}
 		q = "\047"
-		if (v == "deliver_batch" || v == "apply_batch" || v == "floor_batch" || v == "apply_guarded_batch") {
+		if (PB == 1) {
+			if (skip == 0) {
+				if (v == "deliver_batch")
+					print "PREPARE q(text[], bigint[], jsonb[]) AS SELECT * FROM ordering.deliver_batch(" q "bench" q ", $1, $2, $3);\n"
+				else if (v == "floor_batch")
+					print "PREPARE q(text[], bigint[]) AS INSERT INTO floor_positions (resource_id, position) SELECT DISTINCT ON (e.r) e.r, e.s FROM unnest($1, $2) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET position = EXCLUDED.position;\n"
+				else if (v == "apply_guarded_batch")
+					print "PREPARE q(text[], bigint[]) AS INSERT INTO proj_guarded AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, " q "p" q " || e.s, e.s FROM unnest($1, $2) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version WHERE v.version < EXCLUDED.version;\n"
+				else
+					print "PREPARE q(text[], bigint[]) AS INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, " q "p" q " || e.s, e.s FROM unnest($1, $2) WITH ORDINALITY AS e(r, s, ord) JOIN ordering.apply_batch(" q "bench" q ", $1, $2) a ON a.ord = e.ord WHERE a.applied ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n"
+			}
+			for (b = 0; b < m; b += 100) {
+				ids = ""; seqs = ""; ps = ""
+				for (i = b; i < b + 100 && i < m; i++) {
+					sep = (i == b ? "" : ", ")
+					ids = ids sep q r[i] q; seqs = seqs sep s[i]; ps = ps sep q "{\"k\": 1}" q
+				}
+				if (v == "deliver_batch")
+					printf "EXECUTE q(ARRAY[%s], ARRAY[%s]::bigint[], ARRAY[%s]::jsonb[]);\n\n", ids, seqs, ps
+				else
+					printf "EXECUTE q(ARRAY[%s], ARRAY[%s]::bigint[]);\n\n", ids, seqs
+			}
+		} else if (v == "deliver_batch" || v == "apply_batch" || v == "floor_batch" || v == "apply_guarded_batch") {
 			for (b = 0; b < m; b += 100) {
 				ids = ""; seqs = ""; ps = ""
 				for (i = b; i < b + 100 && i < m; i++) {

@@ -311,8 +311,13 @@ consumer_continue_run(KeyDecision *kd, int64 to)
 	{
 		int64		next;
 
-		kd->end = parked_read_run(kd->parked, kd->key, to + 1, kd->snapshot,
-								  kd->ready, &next);
+		if (summary->lowest == to + 1)
+			kd->end = parked_read_known_run(kd->parked, kd->key, to + 1,
+											summary, kd->snapshot, kd->ready,
+											&next);
+		else
+			kd->end = parked_read_run(kd->parked, kd->key, to + 1,
+									  kd->snapshot, kd->ready, &next);
 		if (summary->lowest == to + 1)
 		{
 			summary->count -= kd->end - to;

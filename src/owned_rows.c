@@ -83,7 +83,13 @@
  * (the line pointer may have been reused), and anything else falls back to
  * the index.  Blocks past the end of the table (after VACUUM truncated it)
  * are not read; TRUNCATE, VACUUM FULL and CLUSTER send a relcache
- * invalidation, which empties the cache.  We also do not let every visit
+ * invalidation, which empties the cache.  Parked events have a cache of
+ * their own, by (consumer, resource, seq), filled when we park one: a drain
+ * finds the rows it removes without descending the primary key, when the
+ * same backend parked them (a consumer's connection usually takes the same
+ * resources).  That cache only ever says "here it is", never "not parked":
+ * a miss, or a row whose key or seq is not the one asked for, sends the
+ * caller to the index.  We also do not let every visit
  * prune the page: heapam prunes whenever a page has less free space than
  * the fillfactor leaves, which with our fillfactor is always; we prune only
  * when the page is short of room for the next HOT updates.
@@ -154,6 +160,11 @@ typedef struct OwnedTidSlot
 
 static OwnedTidSlot *owned_tid_cache = NULL;
 
+/* The same for parked events, by (consumer, resource, seq): file header */
+#define OWNED_PARKED_CACHE_SIZE	16384
+
+static OwnedTidSlot *owned_parked_cache = NULL;
+
 /*
  * Forget the cached TIDs of a table (relid), or of all (InvalidOid): called
  * when a relcache entry is invalidated, which a new relfilenode always is
@@ -162,11 +173,14 @@ static OwnedTidSlot *owned_tid_cache = NULL;
 static void
 owned_tid_cache_forget(Oid relid)
 {
-	if (owned_tid_cache == NULL)
-		return;
-	for (int i = 0; i < OWNED_TID_CACHE_SIZE; i++)
-		if (relid == InvalidOid || owned_tid_cache[i].relid == relid)
-			owned_tid_cache[i].relid = InvalidOid;
+	if (owned_tid_cache != NULL)
+		for (int i = 0; i < OWNED_TID_CACHE_SIZE; i++)
+			if (relid == InvalidOid || owned_tid_cache[i].relid == relid)
+				owned_tid_cache[i].relid = InvalidOid;
+	if (owned_parked_cache != NULL)
+		for (int i = 0; i < OWNED_PARKED_CACHE_SIZE; i++)
+			if (relid == InvalidOid || owned_parked_cache[i].relid == relid)
+				owned_parked_cache[i].relid = InvalidOid;
 }
 
 /*
@@ -189,11 +203,46 @@ key_hash(const Datum *key)
 }
 
 /*
- * The cache set of a key (two entries, the most recently found first).
+ * Remember a TID in a cache set, as its most recently found entry.
+ */
+static void
+cache_remember_in(OwnedTidSlot *set, Relation rel, uint64 hash,
+				  ItemPointer root)
+{
+	set[1] = set[0];
+	set[0].relid = RelationGetRelid(rel);
+	set[0].hashcheck = (uint32) (hash >> 32);
+	set[0].tid = *root;
+}
+
+/*
+ * The 64-bit hash of a parked event's key and seq: its key in the parked
+ * events' TID cache.
+ */
+static uint64
+parked_hash(const Datum *key, int64 seq)
+{
+	return hash_bytes_extended((const unsigned char *) &seq, sizeof(seq),
+							   key_hash(key));
+}
+
+/*
+ * The cache set of a key (two entries, the most recently found first), in
+ * the cache of the table's rows: parked events have one of their own.
  */
 static OwnedTidSlot *
-cache_set(uint64 hash)
+cache_set_of(OwnedTableId id, uint64 hash)
 {
+	if (id == OWNED_PARKED)
+	{
+		if (owned_parked_cache == NULL)
+		{
+			owned_parked_cache = MemoryContextAllocZero(TopMemoryContext,
+														sizeof(OwnedTidSlot) * OWNED_PARKED_CACHE_SIZE);
+			owned_set_forget_hook(owned_tid_cache_forget);
+		}
+		return &owned_parked_cache[(hash & (OWNED_PARKED_CACHE_SIZE / 2 - 1)) * 2];
+	}
 	if (owned_tid_cache == NULL)
 	{
 		owned_tid_cache = MemoryContextAllocZero(TopMemoryContext,
@@ -204,20 +253,23 @@ cache_set(uint64 hash)
 }
 
 /*
+ * The cache set of a key of ordering.sequences or ordering.positions.
+ */
+static OwnedTidSlot *
+cache_set(uint64 hash)
+{
+	return cache_set_of(OWNED_POSITIONS, hash);
+}
+
+/*
  * Remember where a key's row is: the root of its HOT chain.
  */
 static void
 cache_remember(Relation rel, uint64 hash, ItemPointer root)
 {
-	OwnedTidSlot *set;
-
 	if (!ORDERING_FAST_PATHS)
 		return;
-	set = cache_set(hash);
-	set[1] = set[0];
-	set[0].relid = RelationGetRelid(rel);
-	set[0].hashcheck = (uint32) (hash >> 32);
-	set[0].tid = *root;
+	cache_remember_in(cache_set(hash), rel, hash, root);
 }
 
 /*
@@ -329,6 +381,16 @@ fetch_chain(OwnedRel *orel, Buffer buf, ItemPointer root, Snapshot snapshot,
 	for (int i = 0; found && check_key != NULL && i < OWNED_KEYED_NKEYS; i++)
 		found = column_equals(&tuple, RelationGetDescr(rel), i + 1,
 							  check_key[i]);
+	/* a parked event's key goes on with its seq */
+	if (found && check_key != NULL && orel->id == OWNED_PARKED)
+	{
+		bool		isnull;
+		Datum		seq = heap_getattr(&tuple, PARKED_SEQ,
+									   RelationGetDescr(rel), &isnull);
+
+		found = !isnull && DatumGetInt64(seq) ==
+			DatumGetInt64(check_key[PARKED_SEQ - 1]);
+	}
 	if (found)
 		row_fill(row, orel->desc, &tuple);
 	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
@@ -367,7 +429,7 @@ fetch_cached(OwnedRel *orel, const Datum *key, uint64 hash, Snapshot snapshot,
 
 	if (!ORDERING_FAST_PATHS)
 		return false;
-	set = cache_set(hash);
+	set = cache_set_of(orel->id, hash);
 	for (int way = 0; way < 2; way++)
 	{
 		OwnedTidSlot *slot = &set[way];
@@ -491,6 +553,26 @@ owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
 		for (int i = 0; i < nkeys; i++)
 			row->values[i] = key[i];
 	return row->found;
+}
+
+/*
+ * Find the parked event "seq" of a key of ordering.parked (or of a table of
+ * its shape) through the TID cache alone (file header): true, with the row,
+ * when the cache leads to a version of it that the snapshot sees; false
+ * says nothing about whether it is parked (ask the index).
+ */
+bool
+owned_fetch_parked_cached(OwnedRel *orel, const Datum *key, int64 seq,
+						  Snapshot snapshot, OwnedRow *row)
+{
+	Datum		full[OWNED_KEYED_NKEYS + 1];
+
+	Assert(orel->id == OWNED_PARKED);
+	memset(row, 0, sizeof(OwnedRow));
+	full[0] = key[0];
+	full[1] = key[1];
+	full[PARKED_SEQ - 1] = Int64GetDatum(seq);
+	return fetch_cached(orel, full, parked_hash(key, seq), snapshot, row);
 }
 
 /*
@@ -656,6 +738,14 @@ insert_row(OwnedRel *orel, Datum *values, bool *nulls)
 	owned_index_insert(orel, tuple, NULL, ORDERING_INDEXES_ALL);
 	if (orel->id == OWNED_SEQUENCES || orel->id == OWNED_POSITIONS)
 		cache_remember(orel->rel, key_hash(values), &tuple->t_self);
+	else if (orel->id == OWNED_PARKED && ORDERING_FAST_PATHS)
+	{
+		uint64		hash = parked_hash(values,
+									   DatumGetInt64(values[PARKED_SEQ - 1]));
+
+		cache_remember_in(cache_set_of(OWNED_PARKED, hash), orel->rel, hash,
+						  &tuple->t_self);
+	}
 	heap_freetuple(tuple);
 }
 

@@ -75,6 +75,9 @@ extern Snapshot owned_read_snapshot(SnapshotData *buf);
 extern Snapshot owned_decision_snapshot(SnapshotData *buf);
 extern bool owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
 						OwnedRow *row);
+extern bool owned_fetch_parked_cached(OwnedRel *orel, const Datum *key,
+									  int64 seq, Snapshot snapshot,
+									  OwnedRow *row);
 extern void owned_advance(OwnedRel *orel, const Datum *key,
 						  OwnedDecide decide, void *arg, OwnedRow *row);
 extern void owned_insert(OwnedRel *orel, Datum *values, bool *nulls);

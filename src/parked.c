@@ -33,6 +33,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/xact.h"
 #include "executor/tuptable.h"
@@ -177,6 +178,58 @@ parked_read_run(OwnedRel *parked, const Datum *key, int64 from,
 	}
 	owned_scan_end(&scan);
 	return last;
+}
+
+/*
+ * parked_read_run() for a key whose parked events "summary" describes, the
+ * lowest of them being "from": the events the parked events' TID cache
+ * finds (owned_rows.c) are read without descending the primary key, and
+ * the index is asked only from the first one the cache does not know (it
+ * never says an event is not parked).  A run that takes every parked event
+ * of the key needs no index at all.  Under SERIALIZABLE the index is
+ * always asked: its scan takes the predicate locks a SQL read would.
+ */
+int64
+parked_read_known_run(OwnedRel *parked, const Datum *key, int64 from,
+					  const ParkedSummary *summary, Snapshot snapshot,
+					  ReadyList *ready, int64 *next)
+{
+	int64		last = from - 1;	/* from >= 1: no overflow */
+	int64		left = summary->count;
+
+	Assert(summary->count > 0 && summary->lowest == from);
+	if (IsolationIsSerializable())
+		return parked_read_run(parked, key, from, snapshot, ready, next);
+	while (left > 0 && last < summary->highest)
+	{
+		OwnedRow	row;
+		Datum		payload;
+		bool		isnull;
+
+		if (!owned_fetch_parked_cached(parked, key, last + 1, snapshot, &row))
+			break;
+		payload = row.values[PARKED_PAYLOAD - 1];
+		isnull = row.nulls[PARKED_PAYLOAD - 1];
+		if (!isnull)
+		{
+			MemoryContext old = MemoryContextSwitchTo(ready->cxt);
+
+			/* the row is a copy that goes now: copy, and detoast */
+			payload = PointerGetDatum(PG_DETOAST_DATUM_COPY(payload));
+			MemoryContextSwitchTo(old);
+		}
+		parked_ready_add(ready, last + 1, payload, isnull);
+		ready->events[ready->n - 1].tid = row.tid;
+		heap_freetuple(row.tuple);
+		last++;
+		left--;
+	}
+	if (left == 0 || last == PG_INT64_MAX)
+	{
+		*next = 0;
+		return last;
+	}
+	return parked_read_run(parked, key, last + 1, snapshot, ready, next);
 }
 
 /*

@@ -55,6 +55,10 @@ extern void parked_summarize(OwnedRel *parked, const Datum *key,
 							 Snapshot snapshot, ParkedSummary *summary);
 extern int64 parked_read_run(OwnedRel *parked, const Datum *key, int64 from,
 							 Snapshot snapshot, ReadyList *ready, int64 *next);
+extern int64 parked_read_known_run(OwnedRel *parked, const Datum *key,
+								   int64 from, const ParkedSummary *summary,
+								   Snapshot snapshot, ReadyList *ready,
+								   int64 *next);
 extern void parked_insert(OwnedRel *parked, const Datum *key, int64 seq,
 						  Datum payload, bool isnull);
 extern void parked_settle_gap(const Datum *key, int64 position,
