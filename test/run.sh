@@ -170,6 +170,11 @@ pgxs_suite() {
 	local flags=()
 	if [ "$suite" = tap ]; then
 		flags=("PROVE_FLAGS=${PROVE_FLAGS:--j${ORDERING_PROVE_JOBS:-2}}")
+		# one initdb for the run's nodes, copied for each
+		# (test/t/OrderingInitdbTemplate.pm)
+		export ORDERING_INITDB_TEMPLATE=$SANDBOX/initdb-template
+		export PERL5LIB=$SANDBOX/src/test/t${PERL5LIB:+:$PERL5LIB}
+		export PERL5OPT="-MOrderingInitdbTemplate${PERL5OPT:+ $PERL5OPT}"
 	fi
 	if sandbox_make "installcheck-$suite" "$var=$list" "${flags[@]}"; then
 		sandbox_destroy
