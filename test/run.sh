@@ -16,21 +16,31 @@
 #                               the same against another PostgreSQL (15 or
 #                               later, built with --enable-tap-tests for tap);
 #                               by default Debian's 15, installed if missing
+#   ORDERING_HIDE_CITUS=1 bash test/run.sh
+#                               with Citus left out of the sandbox's copy of
+#                               PostgreSQL, as on CI (TAP 040 and 041 skip)
 #
 # Works from any folder on a fresh Debian 12 machine as root: installs what is
 # missing, copies the source tree and a private copy of the PostgreSQL
 # installation into a temporary directory owned by the postgres user, builds
 # the extension once and installs it into that copy (never into the
 # system's), and gives each suite a copy of that sandbox of its own, where
-# it runs its own throwaway servers with the library preloaded.  The suites
-# share no server, so they run side by side, ORDERING_TEST_JOBS at a time
-# (default 4), longest first; each writes to a log of its own, and the end
-# prints each suite's time and, for a suite that failed, its log (with
-# regression.diffs and the failing TAP logs), and keeps its sandbox.
-# Several runs may go on side by side.  Exits non-zero on any failure.  It
-# names the PostgreSQL it tests before it starts, and the contrib modules the
-# tests need (a test whose module is missing is skipped, saying why;
-# ORDERING_MISSING_CONTRIB=fail stops instead).
+# it runs its own throwaway servers with the library preloaded.  lint,
+# package and valgrind (which builds with assertions) need nothing of that
+# build and start before it.  The suites share no server, so they run side
+# by side, all at once (ORDERING_TEST_JOBS at a time, longest first, if
+# set): most of the longest ones' time is spent waiting (for a worker, a
+# broker, a pipeline, a standby), and the suites that only compute run at
+# nice 10, filling the cores meanwhile.  The valgrind suite runs in four
+# streams, each on a server of its own (test/valgrind.sh).  Each suite
+# writes to a log of its own, and the end prints each suite's wall and CPU
+# time (and the build's, and the total from the start), and, for a suite
+# that failed, its log (with regression.diffs and the failing TAP logs),
+# and keeps its sandbox.  Several runs may go on side by side.  Exits
+# non-zero on any failure.  It names the PostgreSQL it tests before it
+# starts, and the contrib modules the tests need (a test whose module is
+# missing is skipped, saying why; ORDERING_MISSING_CONTRIB=fail stops
+# instead).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -52,7 +62,11 @@ for r in $requested; do
 		*) echo "unknown suite: $r (suites: $all_suites)" >&2; exit 2 ;;
 	esac
 done
-jobs=${ORDERING_TEST_JOBS:-4}
+# All at once by default: most of the time of the longest suites is spent
+# waiting (for a worker, a broker, a pipeline, a standby), and the suites
+# that only compute run at nice 10 (below), filling the cores meanwhile.
+# shellcheck disable=SC2086 # suite names are words
+jobs=${ORDERING_TEST_JOBS:-$(set -- $suites; echo $#)}
 
 # Everything the suites install, installed once up front: the suites run
 # side by side and would otherwise wait for each other's apt-get.
@@ -133,25 +147,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The sandbox built once: every suite but lint and package starts from a
-# copy of it (test/lib.sh, ORDERING_SANDBOX_BASE).
-case "$suites" in
-	*regress* | *isolation* | *tap* | *valgrind* | *demo* | *monitoring* | *examples* | *upgrade*)
-		start=$SECONDS
-		sandbox_create "$here"
-		base=$SANDBOX
-		if ! sandbox_build >"$logs/build.log" 2>&1; then
-			cat "$logs/build.log"
-			echo "the build failed" >&2
-			exit 1
-		fi
-		touch "$base/built"
-		echo "built the extension in $base ($((SECONDS - start)) s)"
-		export ORDERING_SANDBOX_BASE=$base
-		unset SANDBOX SANDBOX_BIN
-		;;
-esac
-
 # One of regress, isolation, tap in a sandbox of its own; on failure the
 # diffs and failing TAP logs, and the sandbox is kept.
 pgxs_suite() {
@@ -175,6 +170,11 @@ pgxs_suite() {
 	local flags=()
 	if [ "$suite" = tap ]; then
 		flags=("PROVE_FLAGS=${PROVE_FLAGS:--j${ORDERING_PROVE_JOBS:-2}}")
+		# one initdb for the run's nodes, copied for each
+		# (test/t/OrderingInitdbTemplate.pm)
+		export ORDERING_INITDB_TEMPLATE=$SANDBOX/initdb-template
+		export PERL5LIB=$SANDBOX/src/test/t${PERL5LIB:+:$PERL5LIB}
+		export PERL5OPT="-MOrderingInitdbTemplate${PERL5OPT:+ $PERL5OPT}"
 	fi
 	if sandbox_make "installcheck-$suite" "$var=$list" "${flags[@]}"; then
 		sandbox_destroy
@@ -189,7 +189,8 @@ run_suite() {
 	local suite=$1
 	case "$suite" in
 		lint) bash "$here/test/lint.sh" ;;
-		valgrind) bash "$here/test/valgrind.sh" ;;
+		# its own sandbox: it builds the extension with assertions
+		valgrind) env -u ORDERING_SANDBOX_BASE bash "$here/test/valgrind.sh" ;;
 		regress | isolation | tap) pgxs_suite "$suite" ;;
 		demo) bash "$here/demo/test.sh" ;;
 		monitoring) bash "$here/test/monitoring.sh" ;;
@@ -203,7 +204,6 @@ fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
 
 declare -A pid_of=() started=() elapsed=() status=()
-run_start=$SECONDS
 echo "running:$suites ($jobs at a time; logs in $logs)"
 # Waits for one suite to end and records it.
 reap() {
@@ -221,14 +221,16 @@ reap() {
 		fi
 	done
 }
-for suite in $suites; do
+start_suite() {
+	local suite=$1
 	while [ ${#pid_of[@]} -ge "$jobs" ]; do reap; done
 	started[$suite]=$SECONDS
 	(
 		cg_join "$suite"
 		# Suites that only compute (no timeout of theirs depends on the
 		# machine's speed) yield the CPU to those that wait for a broker,
-		# a pipeline to drain or a worker within a time limit.
+		# a pipeline to drain or a worker within a time limit, and fill
+		# the cores while those wait.
 		case "$suite" in
 			valgrind | lint | package | upgrade) renice -n 10 -p "$BASHPID" >/dev/null ;;
 		esac
@@ -237,9 +239,57 @@ for suite in $suites; do
 	) </dev/null >"$logs/$suite.log" 2>&1 &
 	pid_of[$suite]=$!
 	echo "$(date +%T) $suite started"
+}
+
+# The suites that need nothing of this run's build start at once: lint
+# reads the tree, package builds the Debian package from a copy of it, and
+# valgrind builds the extension its own way (with assertions).
+for suite in $suites; do
+	case "$suite" in
+		valgrind | lint | package) start_suite "$suite" ;;
+	esac
+done
+
+# The sandbox built once, meanwhile: every other suite starts from a copy
+# of it (test/lib.sh, ORDERING_SANDBOX_BASE).
+build_time=
+build_failed=0
+case "$suites" in
+	*regress* | *isolation* | *tap* | *demo* | *monitoring* | *examples* | *upgrade*)
+		start=$SECONDS
+		sandbox_create "$here"
+		base=$SANDBOX
+		if (cg_join build && sandbox_build) >"$logs/build.log" 2>&1; then
+			touch "$base/built"
+			build_time=$((SECONDS - start))
+			echo "$(date +%T) built the extension in $base ($(fmt_time "$build_time"))"
+		else
+			cat "$logs/build.log"
+			echo "the build failed: the suites that need it do not run" >&2
+			build_failed=1
+		fi
+		export ORDERING_SANDBOX_BASE=$base
+		unset SANDBOX SANDBOX_BIN
+		;;
+esac
+
+for suite in $suites; do
+	case "$suite" in
+		valgrind | lint | package) ;;
+		*)
+			if [ "$build_failed" = 1 ]; then
+				echo "not run: the build failed ($logs/build.log)" >"$logs/$suite.log"
+				elapsed[$suite]=0
+				status[$suite]=1
+			else
+				start_suite "$suite"
+			fi
+			;;
+	esac
 done
 while [ ${#pid_of[@]} -gt 0 ]; do reap; done
-total=$((SECONDS - run_start))
+# from the start of this command: package installation and the build too
+total=$SECONDS
 
 passed=0
 failed=0
@@ -253,6 +303,9 @@ done
 echo
 grep -h "^[a-z]*: skipped" $(for suite in $suites; do echo "$logs/$suite.log"; done) || true
 echo "suite       result  time     CPU"
+if [ -n "$build_time" ]; then
+	printf '%-11s %-7s %-8s %-7s\n' build "" "$(fmt_time "$build_time")" "$(cg_seconds build)"
+fi
 for suite in $suites; do
 	if [ "${status[$suite]}" -eq 0 ]; then
 		result=passed

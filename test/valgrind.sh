@@ -7,6 +7,13 @@
 #
 #   bash test/valgrind.sh [regress] [isolation]
 #
+# Each suite's tests are dealt in turn to ORDERING_VALGRIND_STREAMS streams
+# (default 2; every test still runs, once, in the Makefile's order within
+# its stream), and the streams of both suites run side by side, each on a
+# server of its own: valgrind runs a process on one core, and a suite run
+# as one stream is one server busy with one test at a time, the longest
+# chain of the whole test command.
+#
 # Debian's server binary has no symbols and is not built with USE_VALGRIND,
 # so errors inside the server itself cannot be told apart or suppressed by
 # name; they are reported for information only (test/valgrind.supp silences
@@ -24,13 +31,18 @@ suites=${*:-regress isolation}
 ensure_packages $(pg_packages) make gcc libc6-dev valgrind
 sandbox_create "$here"
 trap sandbox_destroy EXIT
-sandbox_build
 # This suite runs the extension built with assertions enabled, so the
-# invariants the code states as Assert()s are checked on every test too.
+# invariants the code states as Assert()s are checked on every test too.  A
+# sandbox cloned from test/run.sh's holds objects built without them.  No
+# LLVM bitcode (half the build): nothing is JIT-compiled under valgrind
+# (sql/metrics.sql checks that the scrape's queries are not), and without
+# the other build's bitcode in place JIT could not inline stale code.
 as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" clean
-as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" \
+rm -rf "$SANDBOX/inst$(pg_dir --pkglibdir)/bitcode/ordering" \
+	"$SANDBOX/inst$(pg_dir --pkglibdir)/bitcode/ordering.index.bc"
+as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" with_llvm=no \
 	ORDERING_CFLAGS=-DUSE_ASSERT_CHECKING ORDERING_WERROR="${ORDERING_WERROR:-}"
-as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" \
+as_postgres make -s -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" with_llvm=no \
 	DESTDIR="$SANDBOX/inst" install
 
 # Put valgrind between the server's callers (initdb, pg_ctl, pg_regress) and
@@ -52,30 +64,63 @@ EOF
 chmod 755 "$SANDBOX_BIN/postgres"
 chown -R postgres: "$SANDBOX"
 
-# The suites side by side: each is one server process at a time under
-# valgrind, which runs a process on one core; they share no server nor
-# output directory (tmp_check_regress and results, tmp_check_isolation and
-# output_iso).
+# The streams side by side: each is one server, under valgrind, running
+# its share of a suite's tests in the Makefile's order, with a temporary
+# instance and an output directory of its own (the Makefile's options, then
+# those two, which pg_regress takes from the last time they are given).
+streams=${ORDERING_VALGRIND_STREAMS:-2}
+make_var() {
+	# shellcheck disable=SC2016 # make expands it
+	make -s --no-print-directory -C "$SANDBOX/src" PG_CONFIG="$PG_CONFIG_SYSTEM" \
+		--eval='print-var: ; @echo $('"$1"')' print-var
+}
 status=0
 declare -A pid_of=()
+names=()
 for suite in $suites; do
 	case "$suite" in
 		regress) var=REGRESS ;;
 		isolation) var=ISOLATION ;;
 		*) echo "valgrind: unknown suite $suite" >&2; exit 2 ;;
 	esac
+	opts=$(make_var "${var}_OPTS")
 	list=$(test_list "$suite" "$SANDBOX/src")
-	[ -n "$list" ] || continue
-	sandbox_make "installcheck-$suite" "$var=$list" >"$SANDBOX/$suite.out" 2>&1 &
-	pid_of[$suite]=$!
+	declare -a share=()
+	i=0
+	for t in $list; do
+		share[i % streams]="${share[i % streams]:-} $t"
+		i=$((i + 1))
+	done
+	for ((n = 0; n < streams; n++)); do
+		[ -n "${share[n]:-}" ] || continue
+		name=$suite-$n
+		out=vg_$suite$n
+		mkdir -p "$SANDBOX/src/$out"
+		# pg_isolation_regress reads the specs from the output directory
+		[ "$suite" = isolation ] && ln -sfn ../test/specs "$SANDBOX/src/$out/specs"
+		chown -R postgres: "$SANDBOX/src/$out"
+		echo "valgrind: stream $name:${share[n]}"
+		# shellcheck disable=SC2086 # the test names and options are words
+		sandbox_make "installcheck-$suite" "$var=${share[n]# }" \
+			"${var}_OPTS=$opts --outputdir=$out --temp-instance=./tmp_check_$out" \
+			>"$SANDBOX/$name.out" 2>&1 &
+		pid_of[$name]=$!
+		names+=("$name")
+	done
+	unset share
 done
-for suite in $suites; do
-	[ -n "${pid_of[$suite]:-}" ] || continue
-	wait "${pid_of[$suite]}" || status=1
-	echo "=== valgrind: $suite"
-	cat "$SANDBOX/$suite.out"
+for name in "${names[@]}"; do
+	if ! wait "${pid_of[$name]}"; then
+		status=1
+	fi
+	echo "=== valgrind: $name"
+	cat "$SANDBOX/$name.out"
 done
-[ "$status" -eq 0 ] || sandbox_show_diffs
+if [ "$status" -ne 0 ]; then
+	for f in "$SANDBOX"/src/vg_*/regression.diffs; do
+		[ -s "$f" ] && { echo "=== $f"; cat "$f"; }
+	done
+fi
 
 # frames of our code look like "by 0x...: keyed_fetch (keyed.c:123)"
 our_frames="\(($(cd "$here/src" && ls *.c | sed 's/\./\\./' | paste -sd '|')):[0-9]+\)"
