@@ -47,6 +47,10 @@ sub new_pair
 	my $primary = PostgreSQL::Test::Cluster->new("primary_$name");
 	# logical: a logical replication subscriber connects below
 	$primary->init(allows_streaming => 'logical');
+	# The standbys stream without a slot, and one of them is paused below
+	# while the primary takes base backups: keep the WAL it has not yet
+	# received (the standby that replaces this primary inherits the setting).
+	$primary->append_conf('postgresql.conf', "wal_keep_size = '256MB'");
 	$primary->start;
 	$primary->safe_psql('postgres', qq{
 		CREATE EXTENSION ordering;

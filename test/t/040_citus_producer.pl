@@ -580,10 +580,12 @@ my ($shard1) = sql($coord, qq{
 	 ORDER BY s.shardid LIMIT 1});
 my ($w1h, $w1p, $w2h, $w2p) = ($w1->host, $w1->port, $w2->host, $w2->port);
 
+$cluster->clean_orphans;
 during_load('logical move',
 	qq{SELECT citus_move_shard_placement($shard1, '$w1h', $w1p, '$w2h', $w2p, 'force_logical')});
 continues('a logical move');
 
+$cluster->clean_orphans;
 during_load('block_writes move',
 	qq{SELECT citus_move_shard_placement($shard1, '$w2h', $w2p, '$w1h', $w1p, 'block_writes')});
 continues('a block_writes move');
@@ -611,6 +613,7 @@ continues('a non-blocking split');
 my $w3 = $cluster->add_worker;
 grant_roles($w3);
 relay_node($w3);
+$cluster->clean_orphans;
 during_load('rebalance onto a third node',
 	q{SELECT citus_rebalance_start(shard_transfer_mode => 'force_logical')},
 	q{SELECT citus_rebalance_wait()});

@@ -181,6 +181,7 @@ sub wait_deliveries
 
 wait_deliveries(300);
 my ($shard, $port) = group_of('acct-1');
+$cluster->clean_orphans;
 $coord->safe_psql('postgres', qq{
 	SELECT citus_move_shard_placement($shard, '${\ $coord->host}', $port,
 	       '${\ $coord->host}', ${\ other_worker($port)}, 'force_logical')});
@@ -188,6 +189,7 @@ note "moved the group of shard $shard from $port (logical)";
 wait_deliveries(300);
 
 ($shard, $port) = group_of('acct-2');
+$cluster->clean_orphans;
 $coord->safe_psql('postgres', qq{
 	SELECT citus_move_shard_placement($shard, '${\ $coord->host}', $port,
 	       '${\ $coord->host}', ${\ other_worker($port)}, 'block_writes')});
@@ -216,6 +218,7 @@ note "split the group of shard $shard from $port (non-blocking, children elsewhe
 wait_deliveries(300);
 
 my $worker3 = $cluster->add_worker;
+$cluster->clean_orphans;
 $coord->safe_psql('postgres', q{
 	SELECT citus_rebalance_start(shard_transfer_mode => 'block_writes');
 	SELECT citus_rebalance_wait();
@@ -557,6 +560,7 @@ is($coord->safe_psql('postgres', q{
 my ($cshard, $cport) = split /\|/, $coord->safe_psql('postgres', qq{
 	SELECT shardid, nodeport FROM citus_shards
 	 WHERE shardid = get_shard_id_for_distribution_column('tx_view', '$ra')});
+$cluster->clean_orphans;
 $coord->safe_psql('postgres', qq{
 	SELECT citus_set_node_property('${\ $coord->host}', ${\ $coord->port}, 'shouldhaveshards', true);
 	SELECT citus_move_shard_placement($cshard, '${\ $coord->host}', $cport,
@@ -598,6 +602,7 @@ $coord->safe_psql('postgres', sprintf($upsert, 5, 5) . ';' . sprintf($upsert, 3,
 my ($sshard, $sport) = split /\|/, $coord->safe_psql('postgres', q{
 	SELECT shardid, nodeport FROM citus_shards
 	 WHERE shardid = get_shard_id_for_distribution_column('tx_state', 'tx-s')});
+$cluster->clean_orphans;
 $coord->safe_psql('postgres', qq{
 	SELECT citus_move_shard_placement($sshard, '${\ $coord->host}', $sport,
 	       '${\ $coord->host}', ${\ ($sport == $worker3->port ? $worker1->port : $worker3->port)},

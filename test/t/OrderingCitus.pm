@@ -15,6 +15,7 @@
 #   my $third = $cluster->add_worker;       # a new node, added (no shards)
 #   $cluster->node_id($third);              # its nodeid in pg_dist_node
 #   $cluster->each_node(sub { my ($node) = @_; ... });
+#   $cluster->clean_orphans;                # before a shard move
 #
 # The nodes listen on Unix sockets in one directory (PostgreSQL::Test::Cluster's
 # default), which Citus takes as the host name of each node.  wal_level is
@@ -158,6 +159,27 @@ sub node_id
 	return $self->{coordinator}->safe_psql('postgres', sprintf(
 		q{SELECT nodeid FROM pg_dist_node WHERE nodename = '%s' AND nodeport = %d},
 		$node->host, $node->port));
+}
+
+# Drop what earlier shard moves and splits left for deferred cleanup, and
+# wait until nothing is left.  A move refuses to start while a placement of
+# its shards awaits cleanup, and Citus drops one only if it gets the lock
+# within a second (autovacuum on the old shard is enough to miss that on a
+# loaded machine): call this before each move, as the Citus documentation
+# advises with citus_cleanup_orphaned_resources().
+sub clean_orphans
+{
+	my ($self) = @_;
+	my $coord = $self->{coordinator};
+	for (my $tries = 0;; $tries++)
+	{
+		$coord->psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
+		my $left = $coord->safe_psql('postgres', q{
+			SELECT string_agg(object_name, ', ') FROM pg_dist_cleanup});
+		return if $left eq '';
+		die "left for cleanup after $tries s: $left" if $tries >= 120;
+		sleep 1;
+	}
 }
 
 # The node a connection string names, by host and port (for pgbench and
