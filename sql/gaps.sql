@@ -108,9 +108,9 @@ COMMIT;
 -- emitted 4 times), ledger 1
 SELECT consumer, gaps_escalated, parked_current FROM ordering.stats ORDER BY 1;
 
--- the plan: the parked_at index finds the events past the deadline, then
--- each pair is looked up by primary key; the 20000 positions and the 2000
--- recently parked events are never scanned
+-- the plan: the parked events are read once, grouped by (consumer,
+-- resource); only the pairs past the deadline are looked up in
+-- ordering.positions, by primary key: the 20000 positions are never scanned
 INSERT INTO ordering.positions (consumer, resource_id, position)
 SELECT 'bulk', 'res-' || i, i FROM generate_series(1, 20000) i;
 INSERT INTO ordering.parked (consumer, resource_id, seq, payload, parked_at)

@@ -122,6 +122,9 @@ DistCurrent dist_current;
 
 static bool dist_callback_registered = false;
 
+static void not_distributed(Oid positions) pg_attribute_noreturn();
+static void shards_keep_changing(Oid positions) pg_attribute_noreturn();
+
 /* The storage layer's tables, and the suffix of a consumer's own */
 const DistTable dist_tables[DIST_NUM_TABLES] = {
 	{OWNED_POSITIONS, "_positions"},
@@ -301,6 +304,33 @@ consumer_route_recheck(text *consumer)
 	consumer_dist_epoch_routed = consumer_dist_epoch;
 }
 
+/* A distributed consumer's positions table that Citus no longer knows. */
+static void
+not_distributed(Oid positions)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("relation \"%s\" is not distributed by Citus",
+					get_rel_name(positions)),
+			 errhint("Distribute the consumer again with ordering.distribute_consumer().")));
+	pg_unreachable();
+}
+
+/*
+ * Splits and moves replaced the shards found, again and again, while we
+ * locked them: the caller's transaction is to be retried.
+ */
+static void
+shards_keep_changing(Oid positions)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("the shards of relation \"%s\" keep changing",
+					get_rel_name(positions)),
+			 errhint("Retry the transaction.")));
+	pg_unreachable();
+}
+
 /*
  * Find the shard of a resource in a distributed consumer's positions
  * table, lock the shard group's metadata in ShareLock and look again until
@@ -312,11 +342,7 @@ dist_lock_resource(Oid positions, text *resource, CitusTable *table,
 				   CitusShard *shard)
 {
 	if (!citus_table(positions, table))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"%s\" is not distributed by Citus",
-						get_rel_name(positions)),
-				 errhint("Distribute the consumer again with ordering.distribute_consumer().")));
+		not_distributed(positions);
 	for (int tries = 0;; tries++)
 	{
 		CitusShard	again;
@@ -335,11 +361,7 @@ dist_lock_resource(Oid positions, text *resource, CitusTable *table,
 			return;
 		}
 		if (tries == SHARD_TRIES)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("the shards of relation \"%s\" keep changing",
-							get_rel_name(positions)),
-					 errhint("Retry the transaction.")));
+			shards_keep_changing(positions);
 	}
 }
 
@@ -746,10 +768,7 @@ dist_batch_events(FunctionCallInfo fcinfo, char op, Oid positions,
 		events[i].payload = events[i].isnull ? (Datum) 0 : payloads[i];
 	}
 	if (!citus_table(positions, &table))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"%s\" is not distributed by Citus",
-						get_rel_name(positions))));
+		not_distributed(positions);
 	for (int tries = 0;; tries++)
 	{
 		int			nshards;
@@ -778,11 +797,7 @@ dist_batch_events(FunctionCallInfo fcinfo, char op, Oid positions,
 			break;
 		}
 		if (tries == SHARD_TRIES)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("the shards of relation \"%s\" keep changing",
-							get_rel_name(positions)),
-					 errhint("Retry the transaction.")));
+			shards_keep_changing(positions);
 		dist_cmp_op = op;
 		qsort(events, n, sizeof(DistEvent), dist_event_cmp);
 		for (int i = 0; i < n; i++)

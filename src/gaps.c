@@ -6,10 +6,11 @@
  *
  * A gap is open when a (consumer, resource) has parked events whose lowest
  * seq is above position + 1.  The view ordering.open_gaps lists the gaps
- * whose oldest parked event is older than ordering.gap_deadline; it starts
- * from the parked_at index and looks up each pair by primary key, so its
- * cost grows with the parked events past the deadline, never with the
- * number of positions.  A sweep turns that list into ordering.gap_requests:
+ * whose oldest parked event is older than ordering.gap_deadline; it reads
+ * the parked events by (consumer, resource) and looks up the position of
+ * each pair past the deadline by primary key, so its cost grows with the
+ * events parked, never with the number of positions (parking pays for no
+ * parked_at index).  A sweep turns that list into ordering.gap_requests:
  *
  *	- a gap without a request gets one (attempts = 1) and is emitted;
  *	- a gap with a request is emitted again (attempts + 1) once

@@ -78,27 +78,27 @@ PG_FUNCTION_INFO_V1(ordering_shard_gaps);
 /*
  * The open gaps past the deadline ($1, seconds) of a shard group: %1$s its
  * positions shard, %2$s its parked shard.  The definition of the view
- * ordering.open_gaps, on the shards.
+ * ordering.open_gaps (sql/ordering--1.1--1.2.sql), on the shards.
  */
 #define SHARD_OPEN_GAPS \
-"SELECT d.consumer, d.resource_id," \
+"SELECT agg.consumer, agg.resource_id," \
 "       COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1 AS missing_from," \
 "       agg.lowest OPERATOR(pg_catalog.-) 1 AS missing_to," \
 "       agg.parked_count, agg.first_parked_at" \
-"  FROM (SELECT DISTINCT p.consumer, p.resource_id" \
+"  FROM (SELECT p.consumer, p.resource_id," \
+"               pg_catalog.min(p.seq) AS lowest," \
+"               pg_catalog.count(*) AS parked_count," \
+"               pg_catalog.min(p.parked_at) AS first_parked_at" \
 "          FROM %2$s p" \
-"         WHERE p.parked_at OPERATOR(pg_catalog.<)" \
-"               (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1))) d" \
-" CROSS JOIN LATERAL (" \
-"       SELECT pg_catalog.min(p.seq) AS lowest," \
-"              pg_catalog.count(*) AS parked_count," \
-"              pg_catalog.min(p.parked_at) AS first_parked_at" \
-"         FROM %2$s p" \
-"        WHERE p.consumer OPERATOR(pg_catalog.=) d.consumer" \
-"          AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id) agg" \
-"  LEFT JOIN %1$s pos" \
-"    ON pos.consumer OPERATOR(pg_catalog.=) d.consumer" \
-"   AND pos.resource_id OPERATOR(pg_catalog.=) d.resource_id" \
+"         GROUP BY p.consumer, p.resource_id" \
+"        HAVING pg_catalog.min(p.parked_at) OPERATOR(pg_catalog.<)" \
+"               (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1))) agg" \
+"  LEFT JOIN LATERAL (" \
+"       SELECT ps.position, ps.blocked_at" \
+"         FROM %1$s ps" \
+"        WHERE ps.consumer OPERATOR(pg_catalog.=) agg.consumer" \
+"          AND ps.resource_id OPERATOR(pg_catalog.=) agg.resource_id" \
+"        LIMIT 1) pos ON true" \
 " WHERE agg.lowest OPERATOR(pg_catalog.>)" \
 "       (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)" \
 "   AND (pos.blocked_at IS NULL" \
