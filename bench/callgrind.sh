@@ -15,7 +15,10 @@
 # statement a 100-row multi-resource INSERT (cost then per row).
 # --consumer measures consumers instead (default all of): deliver,
 # deliver_batch, deliver_plpgsql, apply, apply_batch, apply_guarded, and
-# the floors floor, floor_batch and apply_guarded_batch: the statements of
+# the floors floor, floor_batch and apply_guarded_batch (and, not in the
+# default list, apply_newer_only_batch: the guarded upsert's statement
+# without its WHERE, into a projection guarded by the ordering.newer_only
+# trigger instead): the statements of
 # bench/sql/deliver_ext.sql, deliver_plpgsql.sql, apply_ext.sql,
 # apply_guarded.sql, floor.sql and bench/batch.sh's deliver_batch,
 # apply_batch, floor_batch and apply_guarded_batch, over the stream of
@@ -58,7 +61,7 @@ while [ $# -gt 0 ]; do
 		--inserts) n=$2; shift 2 ;;
 		--batch) batch=1; shift ;;
 		--consumer) consumer=1; shift ;;
-		-h|--help) sed -n '3,41p' "$0"; exit 0 ;;
+		-h|--help) sed -n '3,47p' "$0"; exit 0 ;;
 		*) variants+=("$1"); shift ;;
 	esac
 done
@@ -129,6 +132,8 @@ consumer_statements() {
 					print "PREPARE q(text[], bigint[], jsonb[]) AS SELECT * FROM ordering.deliver_batch(" q "bench" q ", $1, $2, $3);\n"
 				else if (v == "floor_batch")
 					print "PREPARE q(text[], bigint[]) AS INSERT INTO floor_positions (resource_id, position) SELECT DISTINCT ON (e.r) e.r, e.s FROM unnest($1, $2) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET position = EXCLUDED.position;\n"
+				else if (v == "apply_newer_only_batch")
+					print "PREPARE q(text[], bigint[]) AS INSERT INTO proj_newer AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, " q "p" q " || e.s, e.s FROM unnest($1, $2) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n"
 				else if (v == "apply_guarded_batch")
 					print "PREPARE q(text[], bigint[]) AS INSERT INTO proj_guarded AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, " q "p" q " || e.s, e.s FROM unnest($1, $2) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version WHERE v.version < EXCLUDED.version;\n"
 				else
@@ -145,7 +150,7 @@ consumer_statements() {
 				else
 					printf "EXECUTE q(ARRAY[%s], ARRAY[%s]::bigint[]);\n\n", ids, seqs
 			}
-		} else if (v == "deliver_batch" || v == "apply_batch" || v == "floor_batch" || v == "apply_guarded_batch") {
+		} else if (v ~ /_batch$/) {
 			for (b = 0; b < m; b += 100) {
 				ids = ""; seqs = ""; ps = ""
 				for (i = b; i < b + 100 && i < m; i++) {
@@ -156,6 +161,8 @@ consumer_statements() {
 					printf "SELECT * FROM ordering.deliver_batch(%sbench%s, ARRAY[%s], ARRAY[%s]::bigint[], ARRAY[%s]::jsonb[]);\n\n", q, q, ids, seqs, ps
 				else if (v == "floor_batch")
 					printf "INSERT INTO floor_positions (resource_id, position) SELECT DISTINCT ON (e.r) e.r, e.s FROM unnest(ARRAY[%s], ARRAY[%s]::bigint[]) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET position = EXCLUDED.position;\n\n", ids, seqs
+				else if (v == "apply_newer_only_batch")
+					printf "INSERT INTO proj_newer AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(ARRAY[%s], ARRAY[%s]::bigint[]) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", q, q, ids, seqs
 				else if (v == "apply_guarded_batch")
 					printf "INSERT INTO proj_guarded AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(ARRAY[%s], ARRAY[%s]::bigint[]) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version WHERE v.version < EXCLUDED.version;\n\n", q, q, ids, seqs
 				else
@@ -229,7 +236,7 @@ run_one() {
 		plpgsql) table=plpgsql_outbox ;;
 		ordering_wakeup) table=wake_outbox ;;
 		deliver|deliver_batch|deliver_plpgsql|apply|apply_batch|apply_guarded) ;;
-		floor|floor_batch|apply_guarded_batch) ;;
+		floor|floor_batch|apply_guarded_batch|apply_newer_only_batch) ;;
 		deliver_handler|deliver_raise|deliver_dead_letter|deliver_positional) ;;
 		*) echo "unknown variant $v" >&2; exit 2 ;;
 	esac

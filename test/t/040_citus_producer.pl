@@ -23,7 +23,9 @@
 # every node, and every row was published (none stranded, none twice).
 #
 # ORDERING_CITUS_SOAK=N runs the producers N seconds around each operation
-# instead of a few (a longer soak).
+# instead of a few, at full speed (a longer soak).  Otherwise each pgbench
+# run is held to a rate: the load is there all through each operation, and
+# leaves the other suites of the test command their share of the cores.
 use strict;
 use warnings;
 use IPC::Run;
@@ -484,10 +486,12 @@ sub pgbench_start
 	my ($node, $script, $n, $secs) = @_;
 	my ($out, $err) = ('', '');
 	my $user = $script eq $relay ? 'relay' : 'producer';
+	# transactions per second of one run (a relay's claims 50 rows each)
+	my @rate = $soak ? () : ('--rate', $script eq $relay ? 20 : 40 * $n);
 	my $h = IPC::Run::start(
 		[
 			'pgbench', '-n', '-h', $node->host, '-p', $node->port, '-U', $user,
-			'-c', $n, '-T', $secs, '--max-tries=50', '-f', $script, 'postgres'
+			'-c', $n, '-T', $secs, '--max-tries=50', @rate, '-f', $script, 'postgres'
 		],
 		'>', \$out, '2>', \$err);
 	return { h => $h, out => \$out, err => \$err, node => $node->name };

@@ -132,13 +132,15 @@ SELECT ordering.deliver('acct', :r, :seq, :p::jsonb, 'apply_event(text,bigint,js
 EOF
 close $fh;
 
-# pgbench runs of 10 s, one after the other, until told to stop
+# pgbench runs of 10 s, one after the other, until told to stop; held to
+# 100 deliveries a second, so that the moves below run under load without
+# that load taking the cores from the rest of the test command
 my $stop = "$dir/stop";
 my ($bench_out, $bench_err) = ('', '');
 my $bench = IPC::Run::start(
 	[ 'bash', '-c', qq{
 		while [ ! -e '$stop' ]; do
-			pgbench -n -h '${\ $coord->host}' -p ${\ $coord->port} -c 4 -j 2 -T 10 \\
+			pgbench -n -h '${\ $coord->host}' -p ${\ $coord->port} -c 4 -j 2 -T 10 -R 100 \\
 				--max-tries=5 -D total=$total -f '$dir/deliver.sql' postgres || exit 1
 		done } ],
 	'>', \$bench_out, '2>', \$bench_err);
