@@ -79,6 +79,22 @@ ordering_primary_key_index(Relation rel)
 }
 
 /*
+ * After attribute i of a descriptor was filled by hand (memcpy of its
+ * pg_attribute entry): 18 keeps a cut-down copy of each entry
+ * (CompactAttribute), which tuple deforming reads and which must follow.
+ */
+static inline void
+ordering_attribute_filled(TupleDesc desc, int i)
+{
+#if PG_VERSION_NUM >= 180000
+	populate_compact_attribute(desc, i);
+#else
+	(void) desc;
+	(void) i;
+#endif
+}
+
+/*
  * Start an index scan.  18 added an instrumentation argument for EXPLAIN
  * ANALYZE's counts of index searches; our scans are never explained.
  */

@@ -122,8 +122,8 @@ DistCurrent dist_current;
 
 static bool dist_callback_registered = false;
 
-static void not_distributed(Oid positions) pg_attribute_noreturn();
-static void shards_keep_changing(Oid positions) pg_attribute_noreturn();
+ORDERING_NORETURN static void not_distributed(Oid positions);
+ORDERING_NORETURN static void shards_keep_changing(Oid positions);
 
 /* The storage layer's tables, and the suffix of a consumer's own */
 const DistTable dist_tables[DIST_NUM_TABLES] = {

@@ -99,6 +99,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/tupdesc_details.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/index.h"
@@ -113,6 +114,7 @@
 #include "miscadmin.h"
 #include "nodes/bitmapset.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -608,6 +610,46 @@ check_table(Relation rel, const OwnedTableDef *def, bool by_relid)
 }
 
 /*
+ * A descriptor of the first natts columns of desc, with the values that
+ * rows written before a column was added read for it (the "missing"
+ * values); no longer the table's row type, which has the dropped columns.
+ * Not a truncated copy of the whole descriptor: on 18 the attributes'
+ * place in it depends on natts.
+ */
+static TupleDesc
+columns_prefix(TupleDesc desc, int natts)
+{
+	TupleDesc	copy = CreateTemplateTupleDesc(natts);
+	AttrMissing *missing = desc->constr ? desc->constr->missing : NULL;
+
+	for (int i = 0; i < natts; i++)
+	{
+		memcpy(TupleDescAttr(copy, i), TupleDescAttr(desc, i),
+			   ATTRIBUTE_FIXED_PART_SIZE);
+		ordering_attribute_filled(copy, i);
+	}
+	if (missing != NULL)
+	{
+		copy->constr = palloc0(sizeof(TupleConstr));
+		copy->constr->has_not_null = desc->constr->has_not_null;
+		copy->constr->missing = palloc0(sizeof(AttrMissing) * natts);
+		for (int i = 0; i < natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+
+			if (!missing[i].am_present)
+				continue;
+			copy->constr->missing[i].am_present = true;
+			copy->constr->missing[i].am_value =
+				datumCopy(missing[i].am_value, att->attbyval, att->attlen);
+		}
+	}
+	copy->tdtypeid = RECORDOID;
+	copy->tdtypmod = -1;
+	return copy;
+}
+
+/*
  * The descriptor rows of a checked table are read and written with, if it
  * has dropped columns after its own: a copy of its own without them (file
  * header); else NULL (its own).  "cached" is the copy made for relation
@@ -628,12 +670,7 @@ own_columns(Relation rel, const OwnedTableDef *def, TupleDesc cached,
 	if (cached != NULL && *cached_of == RelationGetRelid(rel))
 		return cached;
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	/* with the constraints: they hold the values of columns added later */
-	copy = CreateTupleDescCopyConstr(RelationGetDescr(rel));
-	copy->natts = def->natts;
-	/* no longer the table's row type, which has the dropped columns */
-	copy->tdtypeid = RECORDOID;
-	copy->tdtypmod = -1;
+	copy = columns_prefix(RelationGetDescr(rel), def->natts);
 	MemoryContextSwitchTo(old);
 	*cached_of = RelationGetRelid(rel);
 	return copy;
