@@ -106,7 +106,17 @@ consumer_statements() {
 	local prepared=0 prepared_batch=0
 	[ -n "${CG_PREPARED:-}" ] && [[ "$1" != *_batch ]] && prepared=1
 	[ -n "${CG_PREPARED_BATCH:-}" ] && [[ "$1" == *_batch ]] && prepared_batch=1
-	awk -v v="$1" -v count="$2" -v skip="$3" -v R="${CG_RESOURCES:-5000}" -v P="$prepared" -v PB="$prepared_batch" 'BEGIN {
+	awk -v v="$1" -v count="$2" -v skip="$3" -v R="${CG_RESOURCES:-5000}" -v P="$prepared" -v PB="$prepared_batch" '
+	# the element lists of the batch of events b to b + 99: ids, seqs and
+	# payloads, as the literals inside ARRAY[...]
+	function batch_lists(b,    i, sep) {
+		ids = ""; seqs = ""; ps = ""
+		for (i = b; i < b + 100 && i < m; i++) {
+			sep = (i == b ? "" : ", ")
+			ids = ids sep q r[i] q; seqs = seqs sep s[i]; ps = ps sep q "{\"k\": 1}" q
+		}
+	}
+	BEGIN {
 		bs = R * 4; srand(42); k = 0; prev = -1; n = 0; m = 0; emitted = 0
 		while (emitted < skip + count) {
 			if (n == 0 || k >= (blk + 1) * bs) {
@@ -140,11 +150,7 @@ consumer_statements() {
 					print "PREPARE q(text[], bigint[]) AS INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, " q "p" q " || e.s, e.s FROM unnest($1, $2) WITH ORDINALITY AS e(r, s, ord) JOIN ordering.apply_batch(" q "bench" q ", $1, $2) a ON a.ord = e.ord WHERE a.applied ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n"
 			}
 			for (b = 0; b < m; b += 100) {
-				ids = ""; seqs = ""; ps = ""
-				for (i = b; i < b + 100 && i < m; i++) {
-					sep = (i == b ? "" : ", ")
-					ids = ids sep q r[i] q; seqs = seqs sep s[i]; ps = ps sep q "{\"k\": 1}" q
-				}
+				batch_lists(b)
 				if (v == "deliver_batch")
 					printf "EXECUTE q(ARRAY[%s], ARRAY[%s]::bigint[], ARRAY[%s]::jsonb[]);\n\n", ids, seqs, ps
 				else
@@ -152,11 +158,7 @@ consumer_statements() {
 			}
 		} else if (v ~ /_batch$/) {
 			for (b = 0; b < m; b += 100) {
-				ids = ""; seqs = ""; ps = ""
-				for (i = b; i < b + 100 && i < m; i++) {
-					sep = (i == b ? "" : ", ")
-					ids = ids sep q r[i] q; seqs = seqs sep s[i]; ps = ps sep q "{\"k\": 1}" q
-				}
+				batch_lists(b)
 				if (v == "deliver_batch")
 					printf "SELECT * FROM ordering.deliver_batch(%sbench%s, ARRAY[%s], ARRAY[%s]::bigint[], ARRAY[%s]::jsonb[]);\n\n", q, q, ids, seqs, ps
 				else if (v == "floor_batch")
