@@ -22,7 +22,9 @@
 # Prints the median transactions per second of each variant and its cost
 # per row relative to plain (plain's tps / the variant's tps); writes the
 # table to DIR (default bench/out-citus).  Skipped, with the reason
-# printed, where the server's pkglibdir has no citus.so.
+# printed, where the server's pkglibdir has no citus.so; a Citus installed
+# with "make install DESTDIR=DIR" is used with ORDERING_CITUS_DIR=DIR
+# (test/lib.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -45,13 +47,13 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-if [ ! -e "$(pg_dir --pkglibdir)/citus.so" ]; then
-	echo "bench/citus.sh skipped: no citus.so in $(pg_dir --pkglibdir)"
-	exit 0
-fi
-
 ensure_packages $(pg_packages) make gcc libc6-dev
 sandbox_create "$here"
+if [ ! -e "$SANDBOX/inst$(pg_dir --pkglibdir)/citus.so" ]; then
+	echo "bench/citus.sh skipped: no citus.so in $(pg_dir --pkglibdir) (nor in ORDERING_CITUS_DIR)"
+	sandbox_destroy
+	exit 0
+fi
 ports=(5570 5571 5572)
 stop_all() {
 	local p

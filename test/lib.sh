@@ -90,6 +90,21 @@ as_postgres() {
 	fi
 }
 
+# Copy what a Citus installed with "make install DESTDIR=$1" put into
+# this PostgreSQL's library and share directories into the sandbox's copy.
+sandbox_add_citus() {
+	local dir found=0
+	for dir in "$(pg_dir --pkglibdir)" "$(pg_dir --sharedir)"; do
+		[ -d "$1$dir" ] || continue
+		cp -a "$1$dir/." "$SANDBOX/inst$dir/"
+		found=1
+	done
+	if [ "$found" = 0 ] || [ ! -e "$SANDBOX/inst$(pg_dir --pkglibdir)/citus.so" ]; then
+		echo "ORDERING_CITUS_DIR=$1 holds no citus.so for $(pg_dir --pkglibdir)" >&2
+		return 1
+	fi
+}
+
 # Copy the source tree ($1) and the PostgreSQL installation into a fresh
 # directory owned by postgres.  The server finds its share and lib
 # directories relative to its own binary, so the copy serves the extension
@@ -123,6 +138,12 @@ sandbox_create() {
 		if [ "${ORDERING_HIDE_CITUS:-0}" = 1 ]; then
 			rm -rf "$SANDBOX/inst$(pg_dir --pkglibdir)"/citus* \
 				"$SANDBOX/inst$(pg_dir --sharedir)"/extension/citus*
+		fi
+		# ORDERING_CITUS_DIR=DIR: a Citus built by hand and installed with
+		# "make install DESTDIR=DIR", added to the copy (never to the
+		# system's installation): TAP 040 and 041 then run
+		if [ -n "${ORDERING_CITUS_DIR:-}" ]; then
+			sandbox_add_citus "$ORDERING_CITUS_DIR"
 		fi
 	fi
 	SANDBOX_BIN=$SANDBOX/inst$(pg_dir --bindir)

@@ -16,9 +16,14 @@
 #                               the same against another PostgreSQL (15 or
 #                               later, built with --enable-tap-tests for tap);
 #                               by default Debian's 15, installed if missing
+#   ORDERING_CITUS_DIR=DIR bash test/run.sh tap
+#                               with a Citus installed by hand into DIR
+#                               ("make install DESTDIR=DIR") added to the
+#                               sandbox's copy of PostgreSQL: TAP 040 and 041
+#                               run (CI has no Citus: they skip, saying why)
 #   ORDERING_HIDE_CITUS=1 bash test/run.sh
 #                               with Citus left out of the sandbox's copy of
-#                               PostgreSQL, as on CI (TAP 040 and 041 skip)
+#                               PostgreSQL where the system's has it
 #
 # Works from any folder on a fresh Debian 12 machine as root: installs what is
 # missing, copies the source tree and a private copy of the PostgreSQL
