@@ -58,20 +58,29 @@ batch_head() {
 	done
 }
 
-# A comma-separated list of $1 with the event number substituted for @.
+# A list of $1 with the event number substituted for @, separated by $2
+# (default ", ").
 batch_list() {
 	local i sep=""
 	for i in $(seq 1 "$BATCH"); do
 		printf '%s%s' "$sep" "${1//@/$i}"
-		sep=", "
+		sep=${2:-, }
 	done
 }
 
 # Write the scripts into directory $1.
 batch_scripts() {
 	local dir=$1 i ids seqs payloads
-	ids="ARRAY[$(batch_list "'c' || :client_id || '-' || :r@")]"
-	seqs="ARRAY[$(batch_list ':s@')]::bigint[]"
+	# The arrays of ids and seqs are array literals, '{c0-17,c0-4,...}'::text[]
+	# (pgbench substitutes the variables inside the quotes): the text form
+	# in which a client binds an array parameter ($1 in docs/batch.md),
+	# read by array_in once per mention.  Until 2026-12-02 they were
+	# ARRAY['c' || :client_id || '-' || :r1, ...]: per element two
+	# inlined SQL functions and three folded operators in the planner, per
+	# mention, and apply_batch's statement names both arrays twice
+	# (bench/RESULTS.md, "apply_batch under pgbench").
+	ids="'{$(batch_list 'c:client_id-:r@' ,)}'::text[]"
+	seqs="'{$(batch_list ':s@' ,)}'::bigint[]"
 	payloads="ARRAY[$(batch_list "'{\"k\": 1}'")]::jsonb[]"
 
 	{

@@ -42,6 +42,13 @@
 # CG_PREPARED_BATCH=1 prepares the batch statements too, with the arrays
 # as parameters ($1, $2 where a statement uses them twice), as
 # docs/batch.md writes them: EXECUTE then parses each array once.
+# CG_BATCH_ARRAYS is how the batch statements write their arrays (for
+# EXECUTE too): "elements" (the default) ARRAY['r17', ...] and
+# ARRAY[3, ...]::bigint[]; "literal" one array literal each,
+# '{r17,...}'::text[] and '{3,...}'::bigint[] (a parameter's text form, as
+# bench/batch.sh writes them); "expr" as bench/batch.sh did before
+# 2026-12-02, each id an expression the planner folds ('c' || 0 || '-' ||
+# 17 for 'c0-17').
 # CG_KEEP=PREFIX keeps the callgrind files as PREFIX.variant (with the N
 # measured statements) and PREFIX.variant.0 (without).
 # PG_CONFIG=/path/to/pg_config counts on another PostgreSQL (test/lib.sh).
@@ -61,10 +68,14 @@ while [ $# -gt 0 ]; do
 		--inserts) n=$2; shift 2 ;;
 		--batch) batch=1; shift ;;
 		--consumer) consumer=1; shift ;;
-		-h|--help) sed -n '3,47p' "$0"; exit 0 ;;
+		-h|--help) sed -n '3,54p' "$0"; exit 0 ;;
 		*) variants+=("$1"); shift ;;
 	esac
 done
+case "${CG_BATCH_ARRAYS:-elements}" in
+	elements|literal|expr) ;;
+	*) echo "CG_BATCH_ARRAYS: elements, literal or expr" >&2; exit 2 ;;
+esac
 if [ ${#variants[@]} -eq 0 ]; then
 	variants=(plain ordering plpgsql)
 	[ "$consumer" -eq 1 ] &&
@@ -106,14 +117,27 @@ consumer_statements() {
 	local prepared=0 prepared_batch=0
 	[ -n "${CG_PREPARED:-}" ] && [[ "$1" != *_batch ]] && prepared=1
 	[ -n "${CG_PREPARED_BATCH:-}" ] && [[ "$1" == *_batch ]] && prepared_batch=1
-	awk -v v="$1" -v count="$2" -v skip="$3" -v R="${CG_RESOURCES:-5000}" -v P="$prepared" -v PB="$prepared_batch" '
-	# the element lists of the batch of events b to b + 99: ids, seqs and
-	# payloads, as the literals inside ARRAY[...]
+	awk -v v="$1" -v count="$2" -v skip="$3" -v R="${CG_RESOURCES:-5000}" -v P="$prepared" -v PB="$prepared_batch" -v AF="${CG_BATCH_ARRAYS:-elements}" '
+	# the arrays of the batch of events b to b + 99: ids and seqs (written
+	# as CG_BATCH_ARRAYS says) and the elements of the payloads, the
+	# literals inside ARRAY[...]
 	function batch_lists(b,    i, sep) {
 		ids = ""; seqs = ""; ps = ""
 		for (i = b; i < b + 100 && i < m; i++) {
-			sep = (i == b ? "" : ", ")
-			ids = ids sep q r[i] q; seqs = seqs sep s[i]; ps = ps sep q "{\"k\": 1}" q
+			sep = (i == b ? "" : (AF == "literal" ? "," : ", "))
+			if (AF == "expr")
+				ids = ids sep q "c" q " || 0 || " q "-" q " || " substr(r[i], 2)
+			else if (AF == "literal")
+				ids = ids sep r[i]
+			else
+				ids = ids sep q r[i] q
+			seqs = seqs sep s[i]
+			ps = ps (i == b ? "" : ", ") q "{\"k\": 1}" q
+		}
+		if (AF == "literal") {
+			ids = q "{" ids "}" q "::text[]"; seqs = q "{" seqs "}" q "::bigint[]"
+		} else {
+			ids = "ARRAY[" ids "]"; seqs = "ARRAY[" seqs "]::bigint[]"
 		}
 	}
 	BEGIN {
@@ -152,23 +176,23 @@ consumer_statements() {
 			for (b = 0; b < m; b += 100) {
 				batch_lists(b)
 				if (v == "deliver_batch")
-					printf "EXECUTE q(ARRAY[%s], ARRAY[%s]::bigint[], ARRAY[%s]::jsonb[]);\n\n", ids, seqs, ps
+					printf "EXECUTE q(%s, %s, ARRAY[%s]::jsonb[]);\n\n", ids, seqs, ps
 				else
-					printf "EXECUTE q(ARRAY[%s], ARRAY[%s]::bigint[]);\n\n", ids, seqs
+					printf "EXECUTE q(%s, %s);\n\n", ids, seqs
 			}
 		} else if (v ~ /_batch$/) {
 			for (b = 0; b < m; b += 100) {
 				batch_lists(b)
 				if (v == "deliver_batch")
-					printf "SELECT * FROM ordering.deliver_batch(%sbench%s, ARRAY[%s], ARRAY[%s]::bigint[], ARRAY[%s]::jsonb[]);\n\n", q, q, ids, seqs, ps
+					printf "SELECT * FROM ordering.deliver_batch(%sbench%s, %s, %s, ARRAY[%s]::jsonb[]);\n\n", q, q, ids, seqs, ps
 				else if (v == "floor_batch")
-					printf "INSERT INTO floor_positions (resource_id, position) SELECT DISTINCT ON (e.r) e.r, e.s FROM unnest(ARRAY[%s], ARRAY[%s]::bigint[]) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET position = EXCLUDED.position;\n\n", ids, seqs
+					printf "INSERT INTO floor_positions (resource_id, position) SELECT DISTINCT ON (e.r) e.r, e.s FROM unnest(%s, %s) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET position = EXCLUDED.position;\n\n", ids, seqs
 				else if (v == "apply_newer_only_batch")
-					printf "INSERT INTO proj_newer AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(ARRAY[%s], ARRAY[%s]::bigint[]) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", q, q, ids, seqs
+					printf "INSERT INTO proj_newer AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(%s, %s) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", q, q, ids, seqs
 				else if (v == "apply_guarded_batch")
-					printf "INSERT INTO proj_guarded AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(ARRAY[%s], ARRAY[%s]::bigint[]) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version WHERE v.version < EXCLUDED.version;\n\n", q, q, ids, seqs
+					printf "INSERT INTO proj_guarded AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(%s, %s) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version WHERE v.version < EXCLUDED.version;\n\n", q, q, ids, seqs
 				else
-					printf "INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(ARRAY[%s], ARRAY[%s]::bigint[]) WITH ORDINALITY AS e(r, s, ord) JOIN ordering.apply_batch(%sbench%s, ARRAY[%s], ARRAY[%s]::bigint[]) a ON a.ord = e.ord WHERE a.applied ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", q, q, ids, seqs, q, q, ids, seqs
+					printf "INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(%s, %s) WITH ORDINALITY AS e(r, s, ord) JOIN ordering.apply_batch(%sbench%s, %s, %s) a ON a.ord = e.ord WHERE a.applied ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", q, q, ids, seqs, q, q, ids, seqs
 			}
 		} else if (P == 1) {
 			# prepared once per session, as a driver does; EXECUTE is
