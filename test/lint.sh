@@ -35,19 +35,36 @@ if [ "$debian" != "$version" ]; then
 fi
 echo "versions: $version in ordering.control, META.json ($semver), debian/changelog"
 
+# cppcheck and clang-tidy side by side, clang-tidy a file per process: each
+# takes one core for a minute or more, and lint runs at nice 10 in
+# test/run.sh, so it is often the last suite left and alone on the machine.
+# cppcheck stays one process over the whole tree (its checks across files
+# need it).
+cppcheck_out=$(mktemp)
+trap 'rm -f "$cppcheck_out"' EXIT
 cppcheck --enable=warning,performance,portability --std=c99 \
 	--error-exitcode=1 --inline-suppr --quiet \
 	-I "$server_inc" --suppress=missingIncludeSystem \
 	--suppress="*:$server_inc/*" -D__GNUC__ -DUSE_ASSERT_CHECKING \
 	-DORDERING_VERSION="\"$version\"" \
-	src/ bench/probe/
-echo "cppcheck: clean"
+	src/ bench/probe/ >"$cppcheck_out" 2>&1 &
+cppcheck_pid=$!
 
-# WarningsAsErrors makes clang-tidy exit non-zero on any finding
-if ! out=$(clang-tidy --quiet src/*.c bench/probe/*.c -- -I"$server_inc" \
-	-I"$(dirname "$server_inc")/internal" -D_GNU_SOURCE \
-	-DORDERING_VERSION="\"$version\"" 2>&1); then
-	grep -v "warnings generated" <<<"$out"
+# WarningsAsErrors makes clang-tidy exit non-zero on any finding (and xargs
+# then too)
+tidy_status=0
+tidy_out=$(printf '%s\n' src/*.c bench/probe/*.c |
+	xargs -P "$(nproc)" -I{} clang-tidy --quiet {} -- -I"$server_inc" \
+		-I"$(dirname "$server_inc")/internal" -D_GNU_SOURCE \
+		-DORDERING_VERSION="\"$version\"" 2>&1) || tidy_status=$?
+
+cppcheck_status=0
+wait "$cppcheck_pid" || cppcheck_status=$?
+cat "$cppcheck_out"
+[ "$cppcheck_status" -eq 0 ] || exit 1
+echo "cppcheck: clean"
+if [ "$tidy_status" -ne 0 ]; then
+	grep -v "warnings generated" <<<"$tidy_out"
 	exit 1
 fi
 echo "clang-tidy: clean"
@@ -59,7 +76,7 @@ echo "clang-tidy: clean"
 # ours, where pgindent would use the build farm's list.
 typedefs=$(mktemp)
 indented=$(mktemp)
-trap 'rm -f "$typedefs" "$indented"' EXIT
+trap 'rm -f "$typedefs" "$indented" "$cppcheck_out"' EXIT
 perl test/typedefs.pl $(find "$server_inc" -name '*.h') src/*.[ch] bench/probe/*.c >"$typedefs"
 printf '%s\n' FILE size_t ssize_t va_list uintptr_t intptr_t pid_t time_t off_t \
 	sigjmp_buf >>"$typedefs"
