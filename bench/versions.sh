@@ -9,7 +9,7 @@
 #
 #   bash bench/versions.sh [--rounds N] [--seconds S] [--resources R]
 #                          [--variants "plain ordering ..."] [--batch]
-#                          [--baseline VARIANT] REV [REV ...]
+#                          [--baseline VARIANT] [--clients C] REV [REV ...]
 #
 # REV is any git revision of this repository (a release tag, a commit,
 # HEAD); each is built from `git archive`, with its own bench/sql scripts.
@@ -17,7 +17,9 @@
 # the default) or hot-1 (--resources 1): 2 clients, prepared statements;
 # --batch is batch100-10k's instead (100-row INSERTs over random
 # resources: the variants plain_batch and ordering_batch, unless
-# --variants names others).
+# --variants names others), with 1 client as bench/run.sh runs it: two
+# such transactions share a resource about once per pair, and the
+# second then waits for the first's commit (--clients 2 measures that).
 # Prints each run (round, revision, variant, tps, server CPU per
 # transaction), then per revision and variant the medians, and the median
 # of the per-round ratios to that revision's baseline (plain, or
@@ -34,6 +36,7 @@ variants="plain ordering lock_only"
 variants_given=0
 baseline=""
 batch=0
+clients=
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rounds) rounds=$2; shift 2 ;;
@@ -42,7 +45,8 @@ while [ $# -gt 0 ]; do
 		--variants) variants=$2; variants_given=1; shift 2 ;;
 		--batch) batch=1; shift ;;
 		--baseline) baseline=$2; shift 2 ;;
-		-h|--help) sed -n '3,25p' "$0"; exit 0 ;;
+		--clients) clients=$2; shift 2 ;;
+		-h|--help) sed -n '3,28p' "$0"; exit 0 ;;
 		--*) echo "unknown option: $1 (try --help)" >&2; exit 2 ;;
 		*) break ;;
 	esac
@@ -51,7 +55,9 @@ done
 if [ "$batch" -eq 1 ]; then
 	[ "$variants_given" -eq 1 ] || variants="plain_batch ordering_batch"
 	[ -n "$baseline" ] || baseline=plain_batch
+	[ -n "$clients" ] || clients=1
 fi
+[ -n "$clients" ] || clients=2
 [ -n "$baseline" ] || baseline=plain
 revs=("$@")
 
@@ -111,7 +117,7 @@ for round in $(seq 1 "$rounds"); do
 				-c VACUUM -c CHECKPOINT >/dev/null
 			c0=$(cpu_us "${cgroups[$k]}")
 			out=$(as_postgres pgbench -n -h "$SANDBOX" -U postgres -T "$seconds" \
-				-M prepared -c 2 -j 2 -D resources="$resources" \
+				-M prepared -c "$clients" -j "$clients" -D resources="$resources" \
 				-f "$SANDBOX/src/bench/sql/$v.sql" postgres 2>&1) || { echo "$out" >&2; exit 1; }
 			c1=$(cpu_us "${cgroups[$k]}")
 			tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
@@ -123,7 +129,7 @@ for round in $(seq 1 "$rounds"); do
 done
 
 echo
-echo "medians over $rounds rounds of ${seconds}s, prepared, 2 clients, $resources resources:"
+echo "medians over $rounds rounds of ${seconds}s, prepared, $clients clients, $resources resources:"
 printf "%-12s %-14s %10s %8s %12s %12s\n" revision variant tps cpu_us "tps/$baseline" "cpu/$baseline"
 awk -v base="$baseline" '
 function median(list,    n, a, i, j, t) {
