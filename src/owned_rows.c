@@ -144,8 +144,8 @@
  * without the index.  Eight ways, not two: with two, the 10,000 keys spread
  * over 16,384 sets put 13% of them in a set of three or more, where each
  * evicts the next in turn and every lookup of them descends the btree
- * (bench/RESULTS.md, "batch100"); with eight, fewer than 0.5% share a set
- * with eight others.
+ * (bench/RESULTS.md, "batch100 per row"); with eight, fewer than 0.5% are
+ * in a set of nine or more.
  */
 #define OWNED_TID_CACHE_SIZE	32768
 #define OWNED_TID_CACHE_WAYS	8
