@@ -264,8 +264,8 @@ parked_hash(const Datum *key, int64 seq)
 
 /*
  * The cache set of a key (OWNED_TID_CACHE_WAYS entries, the most recently
- * found first), in
- * the cache of the table's rows: parked events have one of their own.
+ * found first), in the cache of the table's rows: parked events have one
+ * of their own.
  */
 static OwnedTidSlot *
 cache_set_of(OwnedTableId id, uint64 hash)
