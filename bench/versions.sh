@@ -8,15 +8,22 @@
 # that one?
 #
 #   bash bench/versions.sh [--rounds N] [--seconds S] [--resources R]
-#                          [--variants "plain ordering ..."] REV [REV ...]
+#                          [--variants "plain ordering ..."] [--batch]
+#                          [--baseline VARIANT] [--clients C] REV [REV ...]
 #
 # REV is any git revision of this repository (a release tag, a commit,
 # HEAD); each is built from `git archive`, with its own bench/sql scripts.
 # The workload is that of bench/run.sh's single-10k (--resources 10000,
-# the default) or hot-1 (--resources 1): 2 clients, prepared statements.
+# the default) or hot-1 (--resources 1): 2 clients, prepared statements;
+# --batch is batch100-10k's instead (100-row INSERTs over random
+# resources: the variants plain_batch and ordering_batch, unless
+# --variants names others), with 1 client as bench/run.sh runs it: two
+# such transactions share a resource about once per pair, and the
+# second then waits for the first's commit (--clients 2 measures that).
 # Prints each run (round, revision, variant, tps, server CPU per
 # transaction), then per revision and variant the medians, and the median
-# of the per-round ratios to that revision's plain.
+# of the per-round ratios to that revision's baseline (plain, or
+# plain_batch with --batch; --baseline names another).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,18 +33,32 @@ rounds=6
 seconds=5
 resources=10000
 variants="plain ordering lock_only"
+variants_given=0
+baseline=""
+batch=0
+clients=
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rounds) rounds=$2; shift 2 ;;
 		--seconds) seconds=$2; shift 2 ;;
 		--resources) resources=$2; shift 2 ;;
-		--variants) variants=$2; shift 2 ;;
-		-h|--help) sed -n '3,19p' "$0"; exit 0 ;;
+		--variants) variants=$2; variants_given=1; shift 2 ;;
+		--batch) batch=1; shift ;;
+		--baseline) baseline=$2; shift 2 ;;
+		--clients) clients=$2; shift 2 ;;
+		-h|--help) sed -n '3,28p' "$0"; exit 0 ;;
 		--*) echo "unknown option: $1 (try --help)" >&2; exit 2 ;;
 		*) break ;;
 	esac
 done
 [ $# -gt 0 ] || { echo "name at least one git revision (try --help)" >&2; exit 2; }
+if [ "$batch" -eq 1 ]; then
+	[ "$variants_given" -eq 1 ] || variants="plain_batch ordering_batch"
+	[ -n "$baseline" ] || baseline=plain_batch
+	[ -n "$clients" ] || clients=1
+fi
+[ -n "$clients" ] || clients=2
+[ -n "$baseline" ] || baseline=plain
 revs=("$@")
 
 ensure_packages $(pg_packages) make gcc libc6-dev
@@ -96,7 +117,7 @@ for round in $(seq 1 "$rounds"); do
 				-c VACUUM -c CHECKPOINT >/dev/null
 			c0=$(cpu_us "${cgroups[$k]}")
 			out=$(as_postgres pgbench -n -h "$SANDBOX" -U postgres -T "$seconds" \
-				-M prepared -c 2 -j 2 -D resources="$resources" \
+				-M prepared -c "$clients" -j "$clients" -D resources="$resources" \
 				-f "$SANDBOX/src/bench/sql/$v.sql" postgres 2>&1) || { echo "$out" >&2; exit 1; }
 			c1=$(cpu_us "${cgroups[$k]}")
 			tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
@@ -108,9 +129,9 @@ for round in $(seq 1 "$rounds"); do
 done
 
 echo
-echo "medians over $rounds rounds of ${seconds}s, prepared, 2 clients, $resources resources:"
-printf "%-12s %-12s %10s %8s %12s %12s\n" revision variant tps cpu_us tps/plain cpu/plain
-awk '
+echo "medians over $rounds rounds of ${seconds}s, prepared, $clients clients, $resources resources:"
+printf "%-12s %-14s %10s %8s %12s %12s\n" revision variant tps cpu_us "tps/$baseline" "cpu/$baseline"
+awk -v base="$baseline" '
 function median(list,    n, a, i, j, t) {
 	n = split(list, a, " ")
 	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
@@ -121,11 +142,11 @@ END {
 	for (key in keys) {
 		tr = ""; cr = ""
 		for (r in rounds) {
-			if (!((r " " key) in run) || !((r " " rev[key] " plain") in run)) continue
-			split(run[r " " key], x, " "); split(run[r " " rev[key] " plain"], p, " ")
+			if (!((r " " key) in run) || !((r " " rev[key] " " base) in run)) continue
+			split(run[r " " key], x, " "); split(run[r " " rev[key] " " base], p, " ")
 			tr = tr " " x[1] / p[1]; cr = cr " " x[2] / p[2]
 		}
-		printf "%-12s %-12s %10.0f %8.2f %11.3fx %11.3fx\n", rev[key], var[key], median(tps[key]), median(cpu[key]), median(tr), median(cr)
+		printf "%-12s %-14s %10.0f %8.2f %11.3fx %11.3fx\n", rev[key], var[key], median(tps[key]), median(cpu[key]), median(tr), median(cr)
 	}
 }' "$raw" | sort -k1,1 -k2,2
 rm -f "$raw"

@@ -72,7 +72,7 @@
  *
  * Finding a row (owned_fetch)
  *
- * Each backend remembers, in a small two-way set-associative cache, the TID
+ * Each backend remembers, in a small eight-way set-associative cache, the TID
  * of the index entry (the root of the row's HOT chain) where it last found
  * each key of ordering.sequences and ordering.positions (and of the tables
  * of their shapes opened by OID: the cache is keyed by relation OID).  A HOT update keeps
@@ -138,12 +138,17 @@
 #define OWNED_PRUNE_FREE		(BLCKSZ / 8)
 
 /*
- * Entries of the TID cache (a power of two), in sets of two: 16 bytes each,
- * 512 kB per backend that uses the tables (allocated on first use), enough
- * for nearly every row of 10,000 busy resources to be found without the
- * index.
+ * Entries of the TID cache (a power of two), in sets of OWNED_TID_CACHE_WAYS:
+ * 16 bytes each, 512 kB per backend that uses the tables (allocated on first
+ * use), enough for nearly every row of 10,000 busy resources to be found
+ * without the index.  Eight ways, not two: with two, the 10,000 keys spread
+ * over 16,384 sets put 13% of them in a set of three or more, where each
+ * evicts the next in turn and every lookup of them descends the btree
+ * (bench/RESULTS.md, "batch100 per row"); with eight, fewer than 0.5% are
+ * in a set of nine or more.
  */
 #define OWNED_TID_CACHE_SIZE	32768
+#define OWNED_TID_CACHE_WAYS	8
 
 /* field4 of our key locks: users' advisory locks use 1 and 2 */
 #define OWNED_LOCK_FIELD4_BASE	0x4F00
@@ -203,15 +208,46 @@ key_hash(const Datum *key)
 }
 
 /*
- * Remember a TID in a cache set, as its most recently found entry.
+ * Make way "way" of a cache set its first (most recently found) entry, the
+ * entries before it moving down one.
+ */
+static inline void
+cache_move_to_front(OwnedTidSlot *set, int way)
+{
+	OwnedTidSlot tmp = set[way];
+
+	memmove(&set[1], &set[0], way * sizeof(OwnedTidSlot));
+	set[0] = tmp;
+}
+
+/*
+ * Remember a TID in a cache set, as its most recently found entry: it
+ * replaces an entry of the same key (a new root after an update that left
+ * the HOT chain), else an empty one, else the least recently found.
  */
 static void
 cache_remember_in(OwnedTidSlot *set, Relation rel, uint64 hash,
 				  ItemPointer root)
 {
-	set[1] = set[0];
-	set[0].relid = RelationGetRelid(rel);
-	set[0].hashcheck = (uint32) (hash >> 32);
+	Oid			relid = RelationGetRelid(rel);
+	uint32		hashcheck = (uint32) (hash >> 32);
+	int			way = -1;
+
+	for (int i = 0; i < OWNED_TID_CACHE_WAYS; i++)
+	{
+		if (set[i].relid == relid && set[i].hashcheck == hashcheck)
+		{
+			way = i;
+			break;
+		}
+		if (way < 0 && set[i].relid == InvalidOid)
+			way = i;
+	}
+	if (way < 0)
+		way = OWNED_TID_CACHE_WAYS - 1;
+	cache_move_to_front(set, way);
+	set[0].relid = relid;
+	set[0].hashcheck = hashcheck;
 	set[0].tid = *root;
 }
 
@@ -227,8 +263,9 @@ parked_hash(const Datum *key, int64 seq)
 }
 
 /*
- * The cache set of a key (two entries, the most recently found first), in
- * the cache of the table's rows: parked events have one of their own.
+ * The cache set of a key (OWNED_TID_CACHE_WAYS entries, the most recently
+ * found first), in the cache of the table's rows: parked events have one
+ * of their own.
  */
 static OwnedTidSlot *
 cache_set_of(OwnedTableId id, uint64 hash)
@@ -241,7 +278,8 @@ cache_set_of(OwnedTableId id, uint64 hash)
 														sizeof(OwnedTidSlot) * OWNED_PARKED_CACHE_SIZE);
 			owned_set_forget_hook(owned_tid_cache_forget);
 		}
-		return &owned_parked_cache[(hash & (OWNED_PARKED_CACHE_SIZE / 2 - 1)) * 2];
+		return &owned_parked_cache[(hash & (OWNED_PARKED_CACHE_SIZE / OWNED_TID_CACHE_WAYS - 1)) *
+								   OWNED_TID_CACHE_WAYS];
 	}
 	if (owned_tid_cache == NULL)
 	{
@@ -249,7 +287,8 @@ cache_set_of(OwnedTableId id, uint64 hash)
 												 sizeof(OwnedTidSlot) * OWNED_TID_CACHE_SIZE);
 		owned_set_forget_hook(owned_tid_cache_forget);
 	}
-	return &owned_tid_cache[(hash & (OWNED_TID_CACHE_SIZE / 2 - 1)) * 2];
+	return &owned_tid_cache[(hash & (OWNED_TID_CACHE_SIZE / OWNED_TID_CACHE_WAYS - 1)) *
+							OWNED_TID_CACHE_WAYS];
 }
 
 /*
@@ -430,7 +469,7 @@ fetch_cached(OwnedRel *orel, const Datum *key, uint64 hash, Snapshot snapshot,
 	if (!ORDERING_FAST_PATHS)
 		return false;
 	set = cache_set_of(orel->id, hash);
-	for (int way = 0; way < 2; way++)
+	for (int way = 0; way < OWNED_TID_CACHE_WAYS; way++)
 	{
 		OwnedTidSlot *slot = &set[way];
 		Buffer		buf;
@@ -446,13 +485,8 @@ fetch_cached(OwnedRel *orel, const Datum *key, uint64 hash, Snapshot snapshot,
 		ReleaseBuffer(buf);
 		if (found)
 		{
-			if (way == 1)
-			{
-				OwnedTidSlot tmp = set[0];
-
-				set[0] = set[1];
-				set[1] = tmp;
-			}
+			if (way > 0)
+				cache_move_to_front(set, way);
 			return true;
 		}
 		slot->relid = InvalidOid;	/* stale: forget it */
