@@ -41,7 +41,9 @@ echo "versions: $version in ordering.control, META.json ($semver), debian/change
 # cppcheck stays one process over the whole tree (its checks across files
 # need it).
 cppcheck_out=$(mktemp)
-trap 'rm -f "$cppcheck_out"' EXIT
+typedefs=$(mktemp)
+indented=$(mktemp)
+trap 'rm -f "$cppcheck_out" "$typedefs" "$indented"' EXIT
 cppcheck --enable=warning,performance,portability --std=c99 \
 	--error-exitcode=1 --inline-suppr --quiet \
 	-I "$server_inc" --suppress=missingIncludeSystem \
@@ -74,9 +76,6 @@ echo "clang-tidy: clean"
 # return type "type *" keeps a single space).  indent must know which names
 # are types: test/typedefs.pl collects them from the server's headers and
 # ours, where pgindent would use the build farm's list.
-typedefs=$(mktemp)
-indented=$(mktemp)
-trap 'rm -f "$typedefs" "$indented" "$cppcheck_out"' EXIT
 perl test/typedefs.pl $(find "$server_inc" -name '*.h') src/*.[ch] bench/probe/*.c >"$typedefs"
 printf '%s\n' FILE size_t ssize_t va_list uintptr_t intptr_t pid_t time_t off_t \
 	sigjmp_buf >>"$typedefs"
