@@ -263,9 +263,18 @@ parked_hash(const Datum *key, int64 seq)
 }
 
 /*
- * The cache set of a key (OWNED_TID_CACHE_WAYS entries, the most recently
- * found first), in the cache of the table's rows: parked events have one
- * of their own.
+ * The set of a hash in a cache of "size" entries: OWNED_TID_CACHE_WAYS
+ * entries, the most recently found first.
+ */
+static inline OwnedTidSlot *
+cache_set_in(OwnedTidSlot *cache, int size, uint64 hash)
+{
+	return &cache[(hash & (size / OWNED_TID_CACHE_WAYS - 1)) * OWNED_TID_CACHE_WAYS];
+}
+
+/*
+ * The cache set of a key, in the cache of the table's rows: parked events
+ * have one of their own.
  */
 static OwnedTidSlot *
 cache_set_of(OwnedTableId id, uint64 hash)
@@ -278,8 +287,7 @@ cache_set_of(OwnedTableId id, uint64 hash)
 														sizeof(OwnedTidSlot) * OWNED_PARKED_CACHE_SIZE);
 			owned_set_forget_hook(owned_tid_cache_forget);
 		}
-		return &owned_parked_cache[(hash & (OWNED_PARKED_CACHE_SIZE / OWNED_TID_CACHE_WAYS - 1)) *
-								   OWNED_TID_CACHE_WAYS];
+		return cache_set_in(owned_parked_cache, OWNED_PARKED_CACHE_SIZE, hash);
 	}
 	if (owned_tid_cache == NULL)
 	{
@@ -287,8 +295,7 @@ cache_set_of(OwnedTableId id, uint64 hash)
 												 sizeof(OwnedTidSlot) * OWNED_TID_CACHE_SIZE);
 		owned_set_forget_hook(owned_tid_cache_forget);
 	}
-	return &owned_tid_cache[(hash & (OWNED_TID_CACHE_SIZE / OWNED_TID_CACHE_WAYS - 1)) *
-							OWNED_TID_CACHE_WAYS];
+	return cache_set_in(owned_tid_cache, OWNED_TID_CACHE_SIZE, hash);
 }
 
 /*
