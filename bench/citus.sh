@@ -8,7 +8,7 @@
 #              numbering)
 #   ordering   attached with ordering.attach(): the C trigger counts in the
 #              co-located counter shard next to the row's shard
-#   plpgsql    the SQL-only prototype of issue 25: a PL/pgSQL BEFORE INSERT
+#   plpgsql    the SQL-only prototype: a PL/pgSQL BEFORE INSERT
 #              trigger upserting a counter table co-located with the table
 #              (INSERT ... ON CONFLICT DO UPDATE ... RETURNING)
 #

@@ -540,7 +540,7 @@ SELECT * FROM ordering.deliver('cap', 'r', 6, '{}');
 SELECT array_agg(seq ORDER BY seq) AS parked FROM ordering.parked WHERE consumer = 'cap';
 -- Each resource has its own cap.
 SELECT * FROM ordering.deliver('cap', 'other', 9, '{}');
--- The cap is found without counting the parked events (issue 27, item 13:
+-- The cap is found without counting the parked events (1.1 counted them:
 -- a descending batch used to count them all again for every event, 5,000
 -- index entries read for these 100).  100 events parked in descending order
 -- fill a cap of 100 exactly, and the primary key of ordering.parked hands

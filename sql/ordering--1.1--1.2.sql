@@ -177,7 +177,7 @@ $$;
 -- Hardening: privileges, self-checks, operations
 -- ------------------------------------------------------------------------
 
--- Producers: the registry of attached tables (issue 27, item 8).  It says
+-- Producers: the registry of attached tables.  It says
 -- which tables are sequenced and in which stream, so a role that writes it
 -- can switch off every stream or move its table into another's.  No set
 -- writes it with SQL any more: attach() and detach() write it through two
@@ -208,7 +208,7 @@ REVOKE EXECUTE ON FUNCTION ordering_internal.attachment_register(regclass, text,
 COMMENT ON FUNCTION ordering.detach(regclass) IS
     'Removes the sequencing triggers from a table and says which stream it had; its counters are kept, and attaching it again continues the stream';
 
--- Privileges of the producer set (issue 27, item 8): it reads the
+-- Privileges of the producer set: it reads the
 -- registry of attached tables and writes it only through attach() and
 -- detach().
 -- ordering.grant_producer() of 1.2 is defined once, in the section "Citus: producers",
@@ -230,7 +230,7 @@ BEGIN
 END
 $$;
 
--- Self-checks (issue 27, item 11): ordering.check() covers every invariant
+-- Self-checks: ordering.check() covers every invariant
 -- between the extension's tables, and post_restore() and check() report an
 -- attached table whose columns changed instead of failing on it.
 
@@ -317,8 +317,7 @@ COMMENT ON FUNCTION ordering.post_restore() IS
 
 -- The operator set may read ordering.outbox, which ordering.check()
 -- checks like every attached table (1.1 warned "table ordering.outbox was
--- not checked" to every operator), and runs check()'s helper (issue 27,
--- item 10).
+-- not checked" to every operator), and runs check()'s helper.
 CREATE OR REPLACE FUNCTION ordering.grant_operator(role regrole) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -358,7 +357,7 @@ BEGIN
 END
 $$;
 
--- The consumer set (issue 27, item 9) is one trust domain per database: a
+-- The consumer set is one trust domain per database: a
 -- role with it may act as any consumer of the database (consumer names are
 -- labels that keep the positions of different readers apart, not owners),
 -- reads every consumer's positions, parked events and dead letters, and
@@ -391,7 +390,7 @@ BEGIN
 END
 $$;
 
--- Metrics (issue 27, item 12; issue 28, item 1): one source of metric
+-- Metrics: one source of metric
 -- definitions, and plans that never JIT.
 --
 -- ordering_internal.metric_families() defines every metric family of
@@ -797,7 +796,7 @@ BEGIN
 END
 $$;
 
--- Failover-safe publishing (issue 27, item 15): which standbys count is
+-- Failover-safe publishing: which standbys count is
 -- stated, and ordering.min_standbys requires more of them (src/standbys.c).
 COMMENT ON FUNCTION ordering.wait_for_standbys(interval) IS
     'Waits until every connected streaming standby, and at least ordering.min_standbys of them (default 1), has flushed the WAL of everything this transaction has seen, and returns that WAL position; SQLSTATE 55000 when that has not happened within the timeout';

@@ -1,4 +1,4 @@
--- The public surface (issue 28, item 1): schema ordering holds what users
+-- The public surface: schema ordering holds what users
 -- call, and nothing else; the extension's plumbing is in ordering_internal.
 
 -- Every function of schema ordering, with its arguments and result.  A
