@@ -18,7 +18,9 @@
 # the floors floor, floor_batch and apply_guarded_batch (and, not in the
 # default list, apply_newer_only_batch: the guarded upsert's statement
 # without its WHERE, into a projection guarded by the ordering.newer_only
-# trigger instead): the statements of
+# trigger instead; and apply_once_batch: apply_batch's statement naming
+# its arrays once, through a one-row subquery, as docs/batch.md shows):
+# the statements of
 # bench/sql/deliver_ext.sql, deliver_plpgsql.sql, apply_ext.sql,
 # apply_guarded.sql, floor.sql and bench/batch.sh's deliver_batch,
 # apply_batch, floor_batch and apply_guarded_batch, over the stream of
@@ -68,7 +70,7 @@ while [ $# -gt 0 ]; do
 		--inserts) n=$2; shift 2 ;;
 		--batch) batch=1; shift ;;
 		--consumer) consumer=1; shift ;;
-		-h|--help) sed -n '3,54p' "$0"; exit 0 ;;
+		-h|--help) sed -n '3,56p' "$0"; exit 0 ;;
 		*) variants+=("$1"); shift ;;
 	esac
 done
@@ -191,6 +193,8 @@ consumer_statements() {
 					printf "INSERT INTO proj_newer AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(%s, %s) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", q, q, ids, seqs
 				else if (v == "apply_guarded_batch")
 					printf "INSERT INTO proj_guarded AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(%s, %s) AS e(r, s) ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version WHERE v.version < EXCLUDED.version;\n\n", q, q, ids, seqs
+				else if (v == "apply_once_batch")
+					printf "INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM (SELECT %s AS ids, %s AS seqs) b, unnest(b.ids, b.seqs) WITH ORDINALITY AS e(r, s, ord) JOIN ordering.apply_batch(%sbench%s, b.ids, b.seqs) a ON a.ord = e.ord WHERE a.applied ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", q, q, ids, seqs, q, q
 				else
 					printf "INSERT INTO proj_ext AS v (resource_id, plan, version) SELECT DISTINCT ON (e.r) e.r, %sp%s || e.s, e.s FROM unnest(%s, %s) WITH ORDINALITY AS e(r, s, ord) JOIN ordering.apply_batch(%sbench%s, %s, %s) a ON a.ord = e.ord WHERE a.applied ORDER BY e.r, e.s DESC ON CONFLICT (resource_id) DO UPDATE SET plan = EXCLUDED.plan, version = EXCLUDED.version;\n\n", q, q, ids, seqs, q, q, ids, seqs
 			}
@@ -262,7 +266,7 @@ run_one() {
 		plpgsql) table=plpgsql_outbox ;;
 		ordering_wakeup) table=wake_outbox ;;
 		deliver|deliver_batch|deliver_plpgsql|apply|apply_batch|apply_guarded) ;;
-		floor|floor_batch|apply_guarded_batch|apply_newer_only_batch) ;;
+		floor|floor_batch|apply_guarded_batch|apply_newer_only_batch|apply_once_batch) ;;
 		deliver_handler|deliver_raise|deliver_dead_letter|deliver_positional) ;;
 		*) echo "unknown variant $v" >&2; exit 2 ;;
 	esac
