@@ -328,6 +328,24 @@ ordering_consumer_call(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The elements of an array argument of the batch function (not NULL).
+ */
+static int
+dist_array(FunctionCallInfo fcinfo, int argno, Oid type, Datum **values,
+		   bool **nulls)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			n;
+
+	get_typlenbyvalalign(type, &typlen, &typbyval, &typalign);
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(argno), type, typlen, typbyval,
+					  typalign, values, nulls, &n);
+	return n;
+}
+
+/*
  * ordering_internal.<tag>_batch(op "char", resource_id text, consumer text,
  *								 ords integer[], resource_ids text[],
  *								 seqs bigint[], payloads jsonb[],

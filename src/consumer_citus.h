@@ -13,6 +13,8 @@
 #include "fmgr.h"
 #include "nodes/pg_list.h"
 
+#include "batch.h"
+
 /*
  * The calls a distributed consumer's call function runs (its argument op):
  * one per consumer function.
@@ -44,6 +46,7 @@ extern uint32 consumer_dist_epoch_routed;
 
 extern bool consumer_route(FunctionCallInfo fcinfo, char op, Datum *result);
 extern bool consumer_batch_route(FunctionCallInfo fcinfo, char op,
+								 const BatchEvent *events, int n,
 								 Datum *result);
 extern void consumer_route_recheck(text *consumer);
 extern List *consumer_dist_tags(void);
@@ -66,16 +69,17 @@ consumer_routed(FunctionCallInfo fcinfo, char op, Datum *result)
 }
 
 /*
- * The same for the batch functions, with their op: the batch runs in parts
- * on the nodes of its resources.
+ * The same for the batch functions, with their op and the events batch.c
+ * read: the batch runs in parts on the nodes of its resources.
  */
 static inline bool
-consumer_batch_routed(FunctionCallInfo fcinfo, char op, Datum *result)
+consumer_batch_routed(FunctionCallInfo fcinfo, char op,
+					  const BatchEvent *events, int n, Datum *result)
 {
 	consumer_dist_epoch_routed = consumer_dist_epoch;
 	if (likely(consumer_dist_known == DIST_NONE))
 		return false;
-	return consumer_batch_route(fcinfo, op, result);
+	return consumer_batch_route(fcinfo, op, events, n, result);
 }
 
 /*
