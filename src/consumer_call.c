@@ -388,6 +388,72 @@ dist_array(FunctionCallInfo fcinfo, int argno, Oid type, Datum **values,
 }
 
 /*
+ * The ords of a part's events in the whole batch (its arguments ords and
+ * resource_ids, not NULL), checked: every event is of the part's shard,
+ * and of its resource for the handler form.  *n gets how many.
+ */
+static int32 *
+dist_part_ords(FunctionCallInfo fcinfo, char op, const DistHere *here,
+			   text *resource, int *n)
+{
+	Datum	   *ords;
+	bool	   *ordnulls;
+	Datum	   *ids;
+	bool	   *idnulls;
+	int32	   *ordvals;
+
+	*n = dist_array(fcinfo, 4, TEXTOID, &ids, &idnulls);
+	if (dist_array(fcinfo, 3, INT4OID, &ords, &ordnulls) != *n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ords and resource_ids must have the same length")));
+	ordvals = palloc(sizeof(int32) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+	{
+		int32		hash;
+
+		if (ordnulls[i] || idnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("ords and resource_ids must not hold nulls")));
+		ordvals[i] = DatumGetInt32(ords[i]);
+		hash = citus_hash(&here->table, ids[i]);
+		if (hash < here->shard.minvalue || hash > here->shard.maxvalue ||
+			(op == DIST_DELIVER_BATCH_HANDLER &&
+			 !ordering_text_equal(DatumGetTextPP(ids[i]), resource)))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("event %d of the batch is not of the part's shard", ordvals[i]),
+					 errhint("Retry the transaction.")));
+	}
+	return ordvals;
+}
+
+/*
+ * apply_batch()'s rows (ord, applied), from part, as the batch function's
+ * (ord, 1 or 0, NULL) into rsinfo.
+ */
+static void
+dist_put_applied(ReturnSetInfo *part, ReturnSetInfo *rsinfo)
+{
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(part->setDesc,
+													&TTSOpsMinimalTuple);
+
+	while (tuplestore_gettupleslot(part->setResult, true, false, slot))
+	{
+		bool		isnull;
+		Datum		values[3];
+		bool		nulls[3] = {false, false, true};
+
+		values[0] = slot_getattr(slot, 1, &isnull);
+		values[1] = Int64GetDatum(DatumGetBool(slot_getattr(slot, 2, &isnull)) ? 1 : 0);
+		values[2] = (Datum) 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+/*
  * ordering_internal.<tag>_batch(op "char", resource_id text, consumer text,
  *								 ords integer[], resource_ids text[],
  *								 seqs bigint[], payloads jsonb[],
@@ -410,10 +476,6 @@ ordering_consumer_batch(PG_FUNCTION_ARGS)
 	text	   *resource;
 	DistHere	here;
 	const int32 *saved_ords = batch_ords;
-	Datum	   *ords;
-	bool	   *ordnulls;
-	Datum	   *ids;
-	bool	   *idnulls;
 	int			n;
 	int32	   *ordvals;
 	ReturnSetInfo part = {0};
@@ -432,30 +494,7 @@ ordering_consumer_batch(PG_FUNCTION_ARGS)
 
 	/* the part's shard, here; every event of the part is of it */
 	dist_local_shards(&here, consumer, resource);
-	n = dist_array(fcinfo, 4, TEXTOID, &ids, &idnulls);
-	if (dist_array(fcinfo, 3, INT4OID, &ords, &ordnulls) != n)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ords and resource_ids must have the same length")));
-	ordvals = palloc(sizeof(int32) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		int32		hash;
-
-		if (ordnulls[i] || idnulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("ords and resource_ids must not hold nulls")));
-		ordvals[i] = DatumGetInt32(ords[i]);
-		hash = citus_hash(&here.table, ids[i]);
-		if (hash < here.shard.minvalue || hash > here.shard.maxvalue ||
-			(op == DIST_DELIVER_BATCH_HANDLER &&
-			 !ordering_text_equal(DatumGetTextPP(ids[i]), resource)))
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("event %d of the batch is not of the part's shard", ordvals[i]),
-					 errhint("Retry the transaction.")));
-	}
+	ordvals = dist_part_ords(fcinfo, op, &here, resource, &n);
 
 	/* the batch function's own arguments */
 	InitFunctionCallInfoData(*inner, fcinfo->flinfo,
@@ -502,23 +541,7 @@ ordering_consumer_batch(PG_FUNCTION_ARGS)
 	PG_END_TRY();
 
 	if (op == DIST_APPLY_BATCH)
-	{
-		TupleTableSlot *slot = MakeSingleTupleTableSlot(part.setDesc,
-														&TTSOpsMinimalTuple);
-
-		while (tuplestore_gettupleslot(part.setResult, true, false, slot))
-		{
-			bool		isnull;
-			Datum		values[3];
-			bool		nulls[3] = {false, false, true};
-
-			values[0] = slot_getattr(slot, 1, &isnull);
-			values[1] = Int64GetDatum(DatumGetBool(slot_getattr(slot, 2, &isnull)) ? 1 : 0);
-			values[2] = (Datum) 0;
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
-		ExecDropSingleTupleTableSlot(slot);
-	}
+		dist_put_applied(&part, rsinfo);
 	else if (op == DIST_DELIVER_BATCH_HANDLER)
 	{
 		Datum		values[3] = {Int32GetDatum(0), Int64GetDatum(DatumGetInt32(ran)), (Datum) 0};
