@@ -65,6 +65,7 @@
 #include "consumer.h"
 #include "consumer_citus.h"
 #include "consumer_srf.h"
+#include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_deliver_batch);
 PG_FUNCTION_INFO_V1(ordering_deliver_batch_handler);
@@ -191,16 +192,10 @@ batch_order_cmp(const void *a, const void *b, void *arg)
 	const BatchEvent *events = (const BatchEvent *) arg;
 	int			ia = *(const int *) a;
 	int			ib = *(const int *) b;
-	text	   *ra = events[ia].resource;
-	text	   *rb = events[ib].resource;
-	int			la = VARSIZE_ANY_EXHDR(ra);
-	int			lb = VARSIZE_ANY_EXHDR(rb);
-	int			c = memcmp(VARDATA_ANY(ra), VARDATA_ANY(rb), Min(la, lb));
+	int			c = ordering_text_cmp(events[ia].resource, events[ib].resource);
 
 	if (c != 0)
 		return c;
-	if (la != lb)
-		return la < lb ? -1 : 1;
 	return ia < ib ? -1 : (ia > ib ? 1 : 0);
 }
 

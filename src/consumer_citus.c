@@ -645,16 +645,11 @@ dist_event_cmp(const void *a, const void *b)
 		return ea->shard < eb->shard ? -1 : 1;
 	if (dist_cmp_op == DIST_DELIVER_BATCH_HANDLER)
 	{
-		text	   *ra = ea->event->resource;
-		text	   *rb = eb->event->resource;
-		int			la = VARSIZE_ANY_EXHDR(ra);
-		int			lb = VARSIZE_ANY_EXHDR(rb);
-		int			c = memcmp(VARDATA_ANY(ra), VARDATA_ANY(rb), Min(la, lb));
+		int			c = ordering_text_cmp(ea->event->resource,
+										  eb->event->resource);
 
 		if (c != 0)
 			return c;
-		if (la != lb)
-			return la < lb ? -1 : 1;
 	}
 	return ea->ord < eb->ord ? -1 : (ea->ord > eb->ord ? 1 : 0);
 }
