@@ -65,6 +65,7 @@
 #include "consumer.h"
 #include "consumer_citus.h"
 #include "consumer_srf.h"
+#include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_deliver_batch);
 PG_FUNCTION_INFO_V1(ordering_deliver_batch_handler);
@@ -84,15 +85,6 @@ batch_ord(int i)
 {
 	return batch_ords != NULL ? batch_ords[i] : i + 1;
 }
-
-/* One event of a batch */
-typedef struct BatchEvent
-{
-	text	   *resource;
-	int64		seq;
-	Datum		payload;
-	bool		isnull;
-} BatchEvent;
 
 /* A batch as handed in, checked */
 typedef struct Batch
@@ -200,16 +192,10 @@ batch_order_cmp(const void *a, const void *b, void *arg)
 	const BatchEvent *events = (const BatchEvent *) arg;
 	int			ia = *(const int *) a;
 	int			ib = *(const int *) b;
-	text	   *ra = events[ia].resource;
-	text	   *rb = events[ib].resource;
-	int			la = VARSIZE_ANY_EXHDR(ra);
-	int			lb = VARSIZE_ANY_EXHDR(rb);
-	int			c = memcmp(VARDATA_ANY(ra), VARDATA_ANY(rb), Min(la, lb));
+	int			c = ordering_text_cmp(events[ia].resource, events[ib].resource);
 
 	if (c != 0)
 		return c;
-	if (la != lb)
-		return la < lb ? -1 : 1;
 	return ia < ib ? -1 : (ia > ib ? 1 : 0);
 }
 
@@ -385,7 +371,8 @@ ordering_deliver_batch(PG_FUNCTION_ARGS)
 
 	batch_read(fcinfo, true, &batch);
 	owned_prevent_write("ordering.deliver_batch()");
-	if (consumer_batch_routed(fcinfo, DIST_DELIVER_BATCH, &routed))
+	if (consumer_batch_routed(fcinfo, DIST_DELIVER_BATCH,
+							  batch.events, batch.n, &routed))
 		return routed;
 	consumer_materialize(fcinfo);
 
@@ -434,7 +421,8 @@ ordering_deliver_batch_handler(PG_FUNCTION_ARGS)
 	hc = handler_lookup(fcinfo, 4);
 	dead_lettering = handler_dead_lettering(fcinfo, 5);
 	owned_prevent_write("ordering.deliver_batch()");
-	if (consumer_batch_routed(fcinfo, DIST_DELIVER_BATCH_HANDLER, &routed))
+	if (consumer_batch_routed(fcinfo, DIST_DELIVER_BATCH_HANDLER,
+							  batch.events, batch.n, &routed))
 		return routed;
 	ran = batch_deliver(&batch, hc, dead_lettering, NULL);
 	if (ran > PG_INT32_MAX)
@@ -466,7 +454,8 @@ ordering_apply_batch(PG_FUNCTION_ARGS)
 
 	batch_read(fcinfo, false, &batch);
 	owned_prevent_write("ordering.apply_batch()");
-	if (consumer_batch_routed(fcinfo, DIST_APPLY_BATCH, &routed))
+	if (consumer_batch_routed(fcinfo, DIST_APPLY_BATCH,
+							  batch.events, batch.n, &routed))
 		return routed;
 	consumer_materialize(fcinfo);
 	applied = palloc(sizeof(bool) * Max(batch.n, 1));

@@ -12,6 +12,19 @@
 #include "fmgr.h"
 
 /*
+ * One event of a batch call, as batch.c read it from the call's arrays and
+ * checked it.  The routing of a distributed consumer's batch
+ * (consumer_citus.c) splits these same events into parts.
+ */
+typedef struct BatchEvent
+{
+	text	   *resource;
+	int64		seq;
+	Datum		payload;
+	bool		isnull;			/* the payload's */
+} BatchEvent;
+
+/*
  * The ords of a part of a distributed consumer's batch in the whole batch,
  * set by its call on the resource's node (consumer_call.c), or NULL
  */

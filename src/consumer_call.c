@@ -65,21 +65,25 @@ REGPROCEDUREOID, TEXTOID};
 static const Oid key_types[] = {TEXTOID, TEXTOID, INT8OID};
 static const Oid dead_types[] = {TEXTOID, TEXTOID, INT8OID, JSONBOID, TEXTOID};
 static const Oid retry_types[] = {TEXTOID, TEXTOID, REGPROCEDUREOID};
+static const Oid batch_types[] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID,
+JSONBARRAYOID, REGPROCEDUREOID, TEXTOID};
 
 /*
- * The consumer function each op of a call function stands for: its name
- * and argument types, and how many of them it takes (with an option given:
- * the form of deliver() with on_error).  The batch function checks its
- * three ops itself (ordering_consumer_batch).
+ * The consumer function an op stands for: its name and argument types, and
+ * how many of them it takes (with an option given: the form of deliver()
+ * with on_error).
  */
-static const struct
+typedef struct DistForm
 {
 	char		op;
 	const char *name;
 	const Oid  *types;
 	int			nargs;
 	int			nargs_option;
-}			dist_forms[] = {
+} DistForm;
+
+/* The ops of the call function */
+static const DistForm call_forms[] = {
 	{DIST_DELIVER, "deliver", deliver_types, 4, 4},
 	{DIST_DELIVER_HANDLER, "deliver", deliver_types, 5, 6},
 	{DIST_APPLY, "apply_if_newer", key_types, 3, 3},
@@ -91,25 +95,49 @@ static const struct
 	{DIST_DISCARD, "discard_dead_letter", key_types, 2, 2},
 };
 
+/* The ops of the batch function */
+static const DistForm batch_forms[] = {
+	{DIST_DELIVER_BATCH, "deliver_batch", batch_types, 4, 4},
+	{DIST_DELIVER_BATCH_HANDLER, "deliver_batch", batch_types, 6, 6},
+	{DIST_APPLY_BATCH, "apply_batch", batch_types, 3, 3},
+};
+
 /*
- * The consumer function a call function's op stands for, for the privilege
- * check; an error for an op of none.
+ * A call function's run on this node's shards of its resource (file
+ * header): the consumer's tag, the resource's shard and its group's shards
+ * of the storage layer's tables (in the order of dist_tables), and, while
+ * the call runs, what it replaced (dist_enter, dist_leave).
+ */
+typedef struct DistHere
+{
+	char		tag[TAG_LEN + 1];
+	CitusTable	table;			/* the consumer's positions table */
+	CitusShard	shard;			/* the resource's */
+	Oid			shards[DIST_NUM_TABLES];
+	Oid			saved[DIST_NUM_TABLES]; /* the tables' redirections */
+	DistCurrent saved_current;
+} DistHere;
+
+/*
+ * The consumer function an op stands for among the nforms forms of the
+ * function that runs it, for the privilege check; an error for an op of
+ * none.
  */
 static Oid
-dist_op_function(char op, bool option)
+dist_op_function(char op, const DistForm *forms, int nforms, bool option)
 {
-	for (int i = 0; i < lengthof(dist_forms); i++)
+	for (int i = 0; i < nforms; i++)
 	{
 		List	   *qualified;
 
-		if (dist_forms[i].op != op)
+		if (forms[i].op != op)
 			continue;
 		qualified = list_make1(makeString("ordering"));
-		qualified = lappend(qualified, makeString(pstrdup(dist_forms[i].name)));
+		qualified = lappend(qualified, makeString(pstrdup(forms[i].name)));
 		return LookupFuncName(qualified,
-							  option ? dist_forms[i].nargs_option :
-							  dist_forms[i].nargs,
-							  dist_forms[i].types, false);
+							  option ? forms[i].nargs_option :
+							  forms[i].nargs,
+							  forms[i].types, false);
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -117,16 +145,16 @@ dist_op_function(char op, bool option)
 }
 
 /*
- * Check that the caller of a call function may execute the consumer
- * function it stands for (for deliver() with a handler, the form with
- * on_error when an option is given): the call function is executable by
- * every role, and does nothing a role could not do through the consumer
- * functions.
+ * Check that the caller of a call or batch function (its forms) may
+ * execute the consumer function its op stands for (for deliver() with a
+ * handler, the form with on_error when an option is given): those
+ * functions are executable by every role, and do nothing a role could not
+ * do through the consumer functions.
  */
 static void
-dist_check_privilege(char op, bool option)
+dist_check_privilege(char op, const DistForm *forms, int nforms, bool option)
 {
-	Oid			fn = dist_op_function(op, option);
+	Oid			fn = dist_op_function(op, forms, nforms, option);
 	AclResult	aclresult = ordering_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
 
 	if (aclresult != ACLCHECK_OK)
@@ -135,14 +163,14 @@ dist_check_privilege(char op, bool option)
 
 /*
  * The shards of a distributed consumer's tables that sit with the shard of
- * a resource, on this node, with their metadata lock (file header);
- * shard gets the resource's shard.
+ * a resource, on this node, with their metadata lock (file header), into
+ * here (whose tag is set).
  */
 static void
-dist_local_shards(const char *tag, text *consumer, text *resource,
-				  CitusTable *table, CitusShard *shard,
-				  Oid shards[lengthof(dist_tables)])
+dist_local_shards(DistHere *here, text *consumer, text *resource)
 {
+	const char *tag = here->tag;
+	CitusShard *shard = &here->shard;
 	Oid			positions = consumer_dist_relation(tag, "_positions");
 
 	if (!OidIsValid(positions))
@@ -150,7 +178,7 @@ dist_local_shards(const char *tag, text *consumer, text *resource,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("consumer \"%s\" is not distributed on this node",
 						text_to_cstring(consumer))));
-	dist_lock_resource(positions, resource, table, shard);
+	dist_lock_resource(positions, resource, &here->table, shard);
 	if (!citus_shard_here(shard->shardid))
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -167,11 +195,36 @@ dist_local_shards(const char *tag, text *consumer, text *resource,
 		if (!OidIsValid(rel) || !citus_colocated_shard(rel, shard->minvalue, &sibling))
 			elog(ERROR, "no shard of %s%s co-located with shard " INT64_FORMAT,
 				 tag, dist_tables[i].suffix, shard->shardid);
-		shards[i] = citus_shard_relid(rel, sibling.shardid);
-		if (!OidIsValid(shards[i]))
+		here->shards[i] = citus_shard_relid(rel, sibling.shardid);
+		if (!OidIsValid(here->shards[i]))
 			elog(ERROR, "shard " INT64_FORMAT " of %s%s is not on this node",
 				 sibling.shardid, tag, dist_tables[i].suffix);
 	}
+}
+
+/*
+ * Point the storage layer's tables at the shards found, and make the call
+ * the one running here (dist_current), until dist_leave().
+ */
+static void
+dist_enter(DistHere *here, text *consumer, text *resource)
+{
+	for (int i = 0; i < DIST_NUM_TABLES; i++)
+		here->saved[i] = owned_redirect(dist_tables[i].id, here->shards[i]);
+	here->saved_current = dist_current;
+	dist_current.consumer = consumer;
+	dist_current.resource = resource;
+}
+
+/*
+ * Put back what dist_enter() replaced, whether the call succeeded or not.
+ */
+static void
+dist_leave(const DistHere *here)
+{
+	for (int i = 0; i < DIST_NUM_TABLES; i++)
+		(void) owned_redirect(dist_tables[i].id, here->saved[i]);
+	dist_current = here->saved_current;
 }
 
 /*
@@ -212,13 +265,7 @@ ordering_consumer_call(PG_FUNCTION_ARGS)
 	char		op;
 	text	   *consumer;
 	text	   *resource;
-	char		tag[TAG_LEN + 1];
-	CitusTable	table;
-	CitusShard	shard;
-	Oid			saved[lengthof(dist_tables)];
-	Oid			shards[lengthof(dist_tables)];
-	text	   *saved_consumer = dist_current.consumer;
-	text	   *saved_resource = dist_current.resource;
+	DistHere	here;
 	int			nargs = 2;
 	volatile Datum result = (Datum) 0;
 
@@ -231,11 +278,12 @@ ordering_consumer_call(PG_FUNCTION_ARGS)
 	consumer = PG_GETARG_TEXT_PP(2);
 
 	/* the function of this consumer, and a consumer function it may run */
-	dist_check_function(fcinfo, consumer, "_call", tag);
-	dist_check_privilege(op, !PG_ARGISNULL(6));
+	dist_check_function(fcinfo, consumer, "_call", here.tag);
+	dist_check_privilege(op, call_forms, lengthof(call_forms),
+						 !PG_ARGISNULL(6));
 
 	/* the resource's shards, here, and their metadata lock */
-	dist_local_shards(tag, consumer, resource, &table, &shard, shards);
+	dist_local_shards(&here, consumer, resource);
 
 	/* the consumer function's own arguments */
 	InitFunctionCallInfoData(*inner, fcinfo->flinfo, 0, InvalidOid, NULL,
@@ -271,10 +319,7 @@ ordering_consumer_call(PG_FUNCTION_ARGS)
 	if (!dist_op_returns_rows(op))
 		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
-	for (int i = 0; i < lengthof(dist_tables); i++)
-		saved[i] = owned_redirect(dist_tables[i].id, shards[i]);
-	dist_current.consumer = consumer;
-	dist_current.resource = resource;
+	dist_enter(&here, consumer, resource);
 	PG_TRY();
 	{
 		switch (op)
@@ -310,10 +355,7 @@ ordering_consumer_call(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
-		for (int i = 0; i < lengthof(dist_tables); i++)
-			(void) owned_redirect(dist_tables[i].id, saved[i]);
-		dist_current.consumer = saved_consumer;
-		dist_current.resource = saved_resource;
+		dist_leave(&here);
 	}
 	PG_END_TRY();
 
@@ -325,6 +367,90 @@ ordering_consumer_call(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/*
+ * The elements of an array argument of the batch function (not NULL).
+ */
+static int
+dist_array(FunctionCallInfo fcinfo, int argno, Oid type, Datum **values,
+		   bool **nulls)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			n;
+
+	get_typlenbyvalalign(type, &typlen, &typbyval, &typalign);
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(argno), type, typlen, typbyval,
+					  typalign, values, nulls, &n);
+	return n;
+}
+
+/*
+ * The ords of a part's events in the whole batch (its arguments ords and
+ * resource_ids, not NULL), checked: every event is of the part's shard,
+ * and of its resource for the handler form.  *n gets how many.
+ */
+static int32 *
+dist_part_ords(FunctionCallInfo fcinfo, char op, const DistHere *here,
+			   text *resource, int *n)
+{
+	Datum	   *ords;
+	bool	   *ordnulls;
+	Datum	   *ids;
+	bool	   *idnulls;
+	int32	   *ordvals;
+
+	*n = dist_array(fcinfo, 4, TEXTOID, &ids, &idnulls);
+	if (dist_array(fcinfo, 3, INT4OID, &ords, &ordnulls) != *n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ords and resource_ids must have the same length")));
+	ordvals = palloc(sizeof(int32) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+	{
+		int32		hash;
+
+		if (ordnulls[i] || idnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("ords and resource_ids must not hold nulls")));
+		ordvals[i] = DatumGetInt32(ords[i]);
+		hash = citus_hash(&here->table, ids[i]);
+		if (hash < here->shard.minvalue || hash > here->shard.maxvalue ||
+			(op == DIST_DELIVER_BATCH_HANDLER &&
+			 !ordering_text_equal(DatumGetTextPP(ids[i]), resource)))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("event %d of the batch is not of the part's shard", ordvals[i]),
+					 errhint("Retry the transaction.")));
+	}
+	return ordvals;
+}
+
+/*
+ * apply_batch()'s rows (ord, applied), from part, as the batch function's
+ * (ord, 1 or 0, NULL) into rsinfo.
+ */
+static void
+dist_put_applied(ReturnSetInfo *part, ReturnSetInfo *rsinfo)
+{
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(part->setDesc,
+													&TTSOpsMinimalTuple);
+
+	while (tuplestore_gettupleslot(part->setResult, true, false, slot))
+	{
+		bool		isnull;
+		Datum		values[3];
+		bool		nulls[3] = {false, false, true};
+
+		values[0] = slot_getattr(slot, 1, &isnull);
+		values[1] = Int64GetDatum(DatumGetBool(slot_getattr(slot, 2, &isnull)) ? 1 : 0);
+		values[2] = (Datum) 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	ExecDropSingleTupleTableSlot(slot);
 }
 
 /*
@@ -348,18 +474,8 @@ ordering_consumer_batch(PG_FUNCTION_ARGS)
 	char		op;
 	text	   *consumer;
 	text	   *resource;
-	char		tag[TAG_LEN + 1];
-	CitusTable	table;
-	CitusShard	shard;
-	Oid			shards[lengthof(dist_tables)];
-	Oid			saved[lengthof(dist_tables)];
-	text	   *saved_consumer = dist_current.consumer;
-	text	   *saved_resource = dist_current.resource;
+	DistHere	here;
 	const int32 *saved_ords = batch_ords;
-	Datum	   *ords;
-	bool	   *ordnulls;
-	Datum	   *ids;
-	bool	   *idnulls;
 	int			n;
 	int32	   *ordvals;
 	ReturnSetInfo part = {0};
@@ -373,54 +489,12 @@ ordering_consumer_batch(PG_FUNCTION_ARGS)
 	op = PG_GETARG_CHAR(0);
 	resource = PG_GETARG_TEXT_PP(1);
 	consumer = PG_GETARG_TEXT_PP(2);
-	dist_check_function(fcinfo, consumer, "_batch", tag);
-	{
-		static const Oid deliver[] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID,
-		JSONBARRAYOID, REGPROCEDUREOID, TEXTOID};
-		List	   *name = list_make1(makeString("ordering"));
-		Oid			fn;
-		AclResult	aclresult;
-
-		if (op != DIST_DELIVER_BATCH && op != DIST_DELIVER_BATCH_HANDLER &&
-			op != DIST_APPLY_BATCH)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("unknown operation \"%c\"", op)));
-		name = lappend(name, makeString(op == DIST_APPLY_BATCH ? "apply_batch" :
-										"deliver_batch"));
-		fn = LookupFuncName(name, op == DIST_DELIVER_BATCH_HANDLER ? 6 :
-							op == DIST_DELIVER_BATCH ? 4 : 3, deliver, false);
-		aclresult = ordering_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
-		if (aclresult != ACLCHECK_OK)
-			aclcheck_error(aclresult, OBJECT_FUNCTION, format_procedure(fn));
-	}
+	dist_check_function(fcinfo, consumer, "_batch", here.tag);
+	dist_check_privilege(op, batch_forms, lengthof(batch_forms), false);
 
 	/* the part's shard, here; every event of the part is of it */
-	dist_local_shards(tag, consumer, resource, &table, &shard, shards);
-	n = dist_array(fcinfo, 4, TEXTOID, &ids, &idnulls);
-	if (dist_array(fcinfo, 3, INT4OID, &ords, &ordnulls) != n)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ords and resource_ids must have the same length")));
-	ordvals = palloc(sizeof(int32) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		int32		hash;
-
-		if (ordnulls[i] || idnulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("ords and resource_ids must not hold nulls")));
-		ordvals[i] = DatumGetInt32(ords[i]);
-		hash = citus_hash(&table, ids[i]);
-		if (hash < shard.minvalue || hash > shard.maxvalue ||
-			(op == DIST_DELIVER_BATCH_HANDLER &&
-			 !ordering_text_equal(DatumGetTextPP(ids[i]), resource)))
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("event %d of the batch is not of the part's shard", ordvals[i]),
-					 errhint("Retry the transaction.")));
-	}
+	dist_local_shards(&here, consumer, resource);
+	ordvals = dist_part_ords(fcinfo, op, &here, resource, &n);
 
 	/* the batch function's own arguments */
 	InitFunctionCallInfoData(*inner, fcinfo->flinfo,
@@ -448,10 +522,7 @@ ordering_consumer_batch(PG_FUNCTION_ARGS)
 		inner->resultinfo = (Node *) &part;
 	}
 
-	for (int i = 0; i < lengthof(dist_tables); i++)
-		saved[i] = owned_redirect(dist_tables[i].id, shards[i]);
-	dist_current.consumer = consumer;
-	dist_current.resource = resource;
+	dist_enter(&here, consumer, resource);
 	batch_ords = ordvals;
 	PG_TRY();
 	{
@@ -464,32 +535,13 @@ ordering_consumer_batch(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
-		for (int i = 0; i < lengthof(dist_tables); i++)
-			(void) owned_redirect(dist_tables[i].id, saved[i]);
-		dist_current.consumer = saved_consumer;
-		dist_current.resource = saved_resource;
+		dist_leave(&here);
 		batch_ords = saved_ords;
 	}
 	PG_END_TRY();
 
 	if (op == DIST_APPLY_BATCH)
-	{
-		TupleTableSlot *slot = MakeSingleTupleTableSlot(part.setDesc,
-														&TTSOpsMinimalTuple);
-
-		while (tuplestore_gettupleslot(part.setResult, true, false, slot))
-		{
-			bool		isnull;
-			Datum		values[3];
-			bool		nulls[3] = {false, false, true};
-
-			values[0] = slot_getattr(slot, 1, &isnull);
-			values[1] = Int64GetDatum(DatumGetBool(slot_getattr(slot, 2, &isnull)) ? 1 : 0);
-			values[2] = (Datum) 0;
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
-		ExecDropSingleTupleTableSlot(slot);
-	}
+		dist_put_applied(&part, rsinfo);
 	else if (op == DIST_DELIVER_BATCH_HANDLER)
 	{
 		Datum		values[3] = {Int32GetDatum(0), Int64GetDatum(DatumGetInt32(ran)), (Datum) 0};

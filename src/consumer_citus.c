@@ -612,10 +612,7 @@ consumer_route(FunctionCallInfo fcinfo, char op, Datum *result)
 typedef struct DistEvent
 {
 	int32		ord;			/* in the batch, 1-based */
-	text	   *resource;
-	int64		seq;
-	Datum		payload;
-	bool		isnull;
+	const BatchEvent *event;	/* as batch.c read it */
 	int64		shardid;		/* of its resource */
 	int			shard;			/* the shard's index */
 } DistEvent;
@@ -648,15 +645,11 @@ dist_event_cmp(const void *a, const void *b)
 		return ea->shard < eb->shard ? -1 : 1;
 	if (dist_cmp_op == DIST_DELIVER_BATCH_HANDLER)
 	{
-		int			la = VARSIZE_ANY_EXHDR(ea->resource);
-		int			lb = VARSIZE_ANY_EXHDR(eb->resource);
-		int			c = memcmp(VARDATA_ANY(ea->resource), VARDATA_ANY(eb->resource),
-							   Min(la, lb));
+		int			c = ordering_text_cmp(ea->event->resource,
+										  eb->event->resource);
 
 		if (c != 0)
 			return c;
-		if (la != lb)
-			return la < lb ? -1 : 1;
 	}
 	return ea->ord < eb->ord ? -1 : (ea->ord > eb->ord ? 1 : 0);
 }
@@ -673,24 +666,6 @@ dist_row_cmp(const void *a, const void *b)
 	if (ra->ord != rb->ord)
 		return ra->ord < rb->ord ? -1 : 1;
 	return ra->arrival < rb->arrival ? -1 : (ra->arrival > rb->arrival ? 1 : 0);
-}
-
-/*
- * The elements of a batch function's array argument (checked by batch.c).
- */
-int
-dist_array(FunctionCallInfo fcinfo, int argno, Oid type, Datum **values,
-		   bool **nulls)
-{
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	int			n;
-
-	get_typlenbyvalalign(type, &typlen, &typbyval, &typalign);
-	deconstruct_array(PG_GETARG_ARRAYTYPE_P(argno), type, typlen, typbyval,
-					  typalign, values, nulls, &n);
-	return n;
 }
 
 /*
@@ -718,14 +693,14 @@ dist_part_array(DistEvent *events, int n, int field)
 				values[i] = Int32GetDatum(events[i].ord);
 				break;
 			case 1:
-				values[i] = PointerGetDatum(events[i].resource);
+				values[i] = PointerGetDatum(events[i].event->resource);
 				break;
 			case 2:
-				values[i] = Int64GetDatum(events[i].seq);
+				values[i] = Int64GetDatum(events[i].event->seq);
 				break;
 			default:
-				values[i] = events[i].payload;
-				nulls[i] = events[i].isnull;
+				values[i] = events[i].event->payload;
+				nulls[i] = events[i].event->isnull;
 		}
 	}
 	get_typlenbyvalalign(types[field], &typlen, &typbyval, &typalign);
@@ -736,36 +711,21 @@ dist_part_array(DistEvent *events, int n, int field)
 }
 
 /*
- * Read a batch's events and find the shard of each, holding the metadata
- * lock of every shard group they touch (taken in the groups' order; see
- * dist_lock_resource for why the shards are looked up again).
+ * The n events of a batch (batch.c's, in input order) with the shard of
+ * each, holding the metadata lock of every shard group they touch (taken
+ * in the groups' order; see dist_lock_resource for why the shards are
+ * looked up again), sorted into parts (dist_event_cmp).
  */
-static int
-dist_batch_events(FunctionCallInfo fcinfo, char op, Oid positions,
-				  DistEvent **result)
+static DistEvent *
+dist_batch_events(const BatchEvent *batch, int n, char op, Oid positions)
 {
-	Datum	   *ids;
-	Datum	   *seqs;
-	Datum	   *payloads = NULL;
-	bool	   *idnulls;
-	bool	   *seqnulls;
-	bool	   *payloadnulls = NULL;
-	int			n;
-	DistEvent  *events;
+	DistEvent  *events = palloc(sizeof(DistEvent) * Max(n, 1));
 	CitusTable	table;
 
-	n = dist_array(fcinfo, 1, TEXTOID, &ids, &idnulls);
-	(void) dist_array(fcinfo, 2, INT8OID, &seqs, &seqnulls);
-	if (op != DIST_APPLY_BATCH)
-		(void) dist_array(fcinfo, 3, JSONBOID, &payloads, &payloadnulls);
-	events = palloc(sizeof(DistEvent) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
 		events[i].ord = i + 1;
-		events[i].resource = DatumGetTextPP(ids[i]);
-		events[i].seq = DatumGetInt64(seqs[i]);
-		events[i].isnull = payloads == NULL || payloadnulls[i];
-		events[i].payload = events[i].isnull ? (Datum) 0 : payloads[i];
+		events[i].event = &batch[i];
 	}
 	if (!citus_table(positions, &table))
 		not_distributed(positions);
@@ -777,12 +737,13 @@ dist_batch_events(FunctionCallInfo fcinfo, char op, Oid positions,
 
 		for (int i = 0; i < n; i++)
 		{
-			int32		hash = citus_hash(&table, PointerGetDatum(events[i].resource));
+			text	   *resource = events[i].event->resource;
+			int32		hash = citus_hash(&table, PointerGetDatum(resource));
 			const CitusShard *shard = citus_shard_holding(shards, nshards, hash);
 
 			if (shard == NULL)
 				elog(ERROR, "no shard of relation \"%s\" holds resource \"%s\"",
-					 get_rel_name(positions), text_to_cstring(events[i].resource));
+					 get_rel_name(positions), text_to_cstring(resource));
 			same = same && tries > 0 && events[i].shardid == shard->shardid &&
 				events[i].shard == shard->index;
 			events[i].shardid = shard->shardid;
@@ -805,23 +766,23 @@ dist_batch_events(FunctionCallInfo fcinfo, char op, Oid positions,
 				citus_lock_shard(&table, &shards[events[i].shard], ShareLock);
 		pfree(shards);
 	}
-	*result = events;
-	return n;
+	return events;
 }
 
 /*
  * Run a batch function's call for a distributed consumer (file header):
- * its events in parts, one per shard (per resource for the handler form,
- * whose handler may touch only its call's resource), each on the node of
- * its shard; then the rows in input order, or the total.
+ * its n events (batch.c's, in input order) in parts, one per shard (per
+ * resource for the handler form, whose handler may touch only its call's
+ * resource), each on the node of its shard; then the rows in input order,
+ * or the total.
  */
 bool
-consumer_batch_route(FunctionCallInfo fcinfo, char op, Datum *result)
+consumer_batch_route(FunctionCallInfo fcinfo, char op,
+					 const BatchEvent *batch, int n, Datum *result)
 {
 	text	   *consumer = PG_GETARG_TEXT_PP(0);
 	Oid			positions;
 	DistEvent  *events;
-	int			n;
 	char		tag[TAG_LEN + 1];
 	const char *handler = NULL;
 	const char *option = NULL;
@@ -845,7 +806,7 @@ consumer_batch_route(FunctionCallInfo fcinfo, char op, Datum *result)
 	if (!OidIsValid(positions))
 		return false;
 
-	n = dist_batch_events(fcinfo, op, positions, &events);
+	events = dist_batch_events(batch, n, op, positions);
 	consumer_tag(consumer, tag);
 	if (op == DIST_DELIVER_BATCH_HANDLER)
 	{
@@ -867,13 +828,14 @@ consumer_batch_route(FunctionCallInfo fcinfo, char op, Datum *result)
 
 		while (last + 1 < n && events[last + 1].shard == events[first].shard &&
 			   (op != DIST_DELIVER_BATCH_HANDLER ||
-				ordering_text_equal(events[last + 1].resource, events[first].resource)))
+				ordering_text_equal(events[last + 1].event->resource,
+									events[first].event->resource)))
 			last++;
 		if (first == 0 || events[first].shard != events[first - 1].shard)
 		{
 			dist_check_reachable(consumer, events[first].shardid);
 			if (citus_shard_here(events[first].shardid))
-				dist_local_write(tag, consumer, events[first].resource);
+				dist_local_write(tag, consumer, events[first].event->resource);
 		}
 		sql = psprintf("SELECT ord, seq, payload FROM ordering_internal.%s_batch("
 					   "%s::pg_catalog.\"char\", %s::pg_catalog.text, "
@@ -882,7 +844,7 @@ consumer_batch_route(FunctionCallInfo fcinfo, char op, Datum *result)
 					   "%s::pg_catalog.jsonb[], %s::pg_catalog.regprocedure, "
 					   "%s::pg_catalog.text)",
 					   tag, quote_literal_cstr(psprintf("%c", op)),
-					   quote_literal_cstr(text_to_cstring(events[first].resource)),
+					   quote_literal_cstr(text_to_cstring(events[first].event->resource)),
 					   quote_literal_cstr(text_to_cstring(consumer)),
 					   dist_part_array(&events[first], last - first + 1, 0),
 					   dist_part_array(&events[first], last - first + 1, 1),

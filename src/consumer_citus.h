@@ -13,6 +13,8 @@
 #include "fmgr.h"
 #include "nodes/pg_list.h"
 
+#include "batch.h"
+
 /*
  * The calls a distributed consumer's call function runs (its argument op):
  * one per consumer function.
@@ -44,38 +46,46 @@ extern uint32 consumer_dist_epoch_routed;
 
 extern bool consumer_route(FunctionCallInfo fcinfo, char op, Datum *result);
 extern bool consumer_batch_route(FunctionCallInfo fcinfo, char op,
+								 const BatchEvent *events, int n,
 								 Datum *result);
 extern void consumer_route_recheck(text *consumer);
 extern List *consumer_dist_tags(void);
 extern Oid	consumer_dist_relation(const char *tag, const char *suffix);
 
 /*
+ * The routing's first question: may the call's consumer be distributed?
+ * Not while no consumer of the database is: one comparison.  Remembers the
+ * catalog's epoch the routing decided in, for consumer_route_confirm().
+ */
+static inline bool
+consumer_dist_possible(void)
+{
+	consumer_dist_epoch_routed = consumer_dist_epoch;
+	return unlikely(consumer_dist_known != DIST_NONE);
+}
+
+/*
  * Called first by each consumer function, with its op: if its consumer is
  * distributed, run the call on the node of its resource (the result, for
  * a function that returns one, in *result; rows, in the function's
  * tuplestore) and return true; else false, and the caller goes on here.
- * Costs one comparison while no consumer of the database is distributed.
  */
 static inline bool
 consumer_routed(FunctionCallInfo fcinfo, char op, Datum *result)
 {
-	consumer_dist_epoch_routed = consumer_dist_epoch;
-	if (likely(consumer_dist_known == DIST_NONE))
-		return false;
-	return consumer_route(fcinfo, op, result);
+	return consumer_dist_possible() && consumer_route(fcinfo, op, result);
 }
 
 /*
- * The same for the batch functions, with their op: the batch runs in parts
- * on the nodes of its resources.
+ * The same for the batch functions, with their op and the events batch.c
+ * read: the batch runs in parts on the nodes of its resources.
  */
 static inline bool
-consumer_batch_routed(FunctionCallInfo fcinfo, char op, Datum *result)
+consumer_batch_routed(FunctionCallInfo fcinfo, char op,
+					  const BatchEvent *events, int n, Datum *result)
 {
-	consumer_dist_epoch_routed = consumer_dist_epoch;
-	if (likely(consumer_dist_known == DIST_NONE))
-		return false;
-	return consumer_batch_route(fcinfo, op, result);
+	return consumer_dist_possible() &&
+		consumer_batch_route(fcinfo, op, events, n, result);
 }
 
 /*

@@ -42,7 +42,5 @@ extern void consumer_tag(text *consumer, char *buf);
 extern void dist_lock_resource(Oid positions, text *resource,
 							   CitusTable *table, CitusShard *shard);
 extern bool dist_op_returns_rows(char op);
-extern int	dist_array(FunctionCallInfo fcinfo, int argno, Oid type,
-					   Datum **values, bool **nulls);
 
 #endif							/* ORDERING_CONSUMER_CITUS_INTERNAL_H */

@@ -171,6 +171,19 @@ static OwnedTidSlot *owned_tid_cache = NULL;
 static OwnedTidSlot *owned_parked_cache = NULL;
 
 /*
+ * Forget the cached TIDs of a table (relid), or of all (InvalidOid), in
+ * one cache of "size" entries, if it was made.
+ */
+static void
+cache_forget_in(OwnedTidSlot *cache, int size, Oid relid)
+{
+	if (cache != NULL)
+		for (int i = 0; i < size; i++)
+			if (relid == InvalidOid || cache[i].relid == relid)
+				cache[i].relid = InvalidOid;
+}
+
+/*
  * Forget the cached TIDs of a table (relid), or of all (InvalidOid): called
  * when a relcache entry is invalidated, which a new relfilenode always is
  * (owned.c's relcache callback, through the hook set when the cache is made).
@@ -178,14 +191,8 @@ static OwnedTidSlot *owned_parked_cache = NULL;
 static void
 owned_tid_cache_forget(Oid relid)
 {
-	if (owned_tid_cache != NULL)
-		for (int i = 0; i < OWNED_TID_CACHE_SIZE; i++)
-			if (relid == InvalidOid || owned_tid_cache[i].relid == relid)
-				owned_tid_cache[i].relid = InvalidOid;
-	if (owned_parked_cache != NULL)
-		for (int i = 0; i < OWNED_PARKED_CACHE_SIZE; i++)
-			if (relid == InvalidOid || owned_parked_cache[i].relid == relid)
-				owned_parked_cache[i].relid = InvalidOid;
+	cache_forget_in(owned_tid_cache, OWNED_TID_CACHE_SIZE, relid);
+	cache_forget_in(owned_parked_cache, OWNED_PARKED_CACHE_SIZE, relid);
 }
 
 /*
@@ -263,13 +270,20 @@ parked_hash(const Datum *key, int64 seq)
 }
 
 /*
- * The set of a hash in a cache of "size" entries: OWNED_TID_CACHE_WAYS
- * entries, the most recently found first.
+ * The set of a hash in a cache of "size" entries (OWNED_TID_CACHE_WAYS
+ * entries, the most recently found first).  The cache is allocated on
+ * first use: a backend that never touches the tables pays nothing for it.
  */
 static inline OwnedTidSlot *
-cache_set_in(OwnedTidSlot *cache, int size, uint64 hash)
+cache_set_in(OwnedTidSlot **cache, int size, uint64 hash)
 {
-	return &cache[(hash & (size / OWNED_TID_CACHE_WAYS - 1)) * OWNED_TID_CACHE_WAYS];
+	if (*cache == NULL)
+	{
+		*cache = MemoryContextAllocZero(TopMemoryContext,
+										sizeof(OwnedTidSlot) * size);
+		owned_set_forget_hook(owned_tid_cache_forget);
+	}
+	return &(*cache)[(hash & (size / OWNED_TID_CACHE_WAYS - 1)) * OWNED_TID_CACHE_WAYS];
 }
 
 /*
@@ -280,22 +294,8 @@ static OwnedTidSlot *
 cache_set_of(OwnedTableId id, uint64 hash)
 {
 	if (id == OWNED_PARKED)
-	{
-		if (owned_parked_cache == NULL)
-		{
-			owned_parked_cache = MemoryContextAllocZero(TopMemoryContext,
-														sizeof(OwnedTidSlot) * OWNED_PARKED_CACHE_SIZE);
-			owned_set_forget_hook(owned_tid_cache_forget);
-		}
-		return cache_set_in(owned_parked_cache, OWNED_PARKED_CACHE_SIZE, hash);
-	}
-	if (owned_tid_cache == NULL)
-	{
-		owned_tid_cache = MemoryContextAllocZero(TopMemoryContext,
-												 sizeof(OwnedTidSlot) * OWNED_TID_CACHE_SIZE);
-		owned_set_forget_hook(owned_tid_cache_forget);
-	}
-	return cache_set_in(owned_tid_cache, OWNED_TID_CACHE_SIZE, hash);
+		return cache_set_in(&owned_parked_cache, OWNED_PARKED_CACHE_SIZE, hash);
+	return cache_set_in(&owned_tid_cache, OWNED_TID_CACHE_SIZE, hash);
 }
 
 /*
