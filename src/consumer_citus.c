@@ -468,14 +468,23 @@ dist_op_returns_rows(char op)
  * two-phase commit if it also writes on other nodes (else a crash between
  * the other nodes' commit and ours could keep only theirs), and binds the
  * transaction's later queries of this node's shards to local execution,
- * which sees our writes.  That needs Citus's local execution.  The caller
- * is connected to SPI.
+ * which sees our writes.  That needs Citus's local execution.  The
+ * statement runs as the owner of the table it names: the consumer set has
+ * no DELETE on the consumer's tables (they are written by the consumer
+ * functions only, docs/privileges.md), and the caller was allowed to run
+ * the consumer function that routes here.  The caller is connected to SPI.
  */
 static void
 dist_local_write(const char *tag, text *consumer, text *resource)
 {
 	const char *local = GetConfigOption("citus.enable_local_execution", true,
 										false);
+	Oid			gap_requests = consumer_dist_relation(tag, "_gap_requests");
+	HeapTuple	tuple;
+	Oid			owner;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			ret;
 	char	   *sql;
 
 	if (local == NULL || strcmp(local, "on") != 0)
@@ -490,7 +499,17 @@ dist_local_write(const char *tag, text *consumer, text *resource)
 				   "   AND g.attempts OPERATOR(pg_catalog.<) 0",
 				   tag, quote_literal_cstr(text_to_cstring(consumer)),
 				   quote_literal_cstr(text_to_cstring(resource)));
-	if (SPI_execute(sql, false, 0) != SPI_OK_DELETE)
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(gap_requests));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "the gap requests of consumer \"%s\" are not on this node",
+			 text_to_cstring(consumer));
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	ret = SPI_execute(sql, false, 0);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	if (ret != SPI_OK_DELETE)
 		elog(ERROR, "marking the local write of consumer \"%s\" failed",
 			 text_to_cstring(consumer));
 }

@@ -9,7 +9,12 @@
 # giving numbers back, a later BEFORE trigger renumbering a row (27000),
 # asserted numbers, partitions, restore mode with post_restore(),
 # next_sequence() and last_sequence() from any node, detach and attach
-# again, an altered counter table refused and then used again.
+# again, an altered counter table refused and then used again.  Then the
+# producers' privileges of sql/privileges.sql on a cluster: attach() to
+# another role's stream (42501), a hand-made sequencing trigger naming it
+# (a known hole: TODO), the owner attaching a second table of its own (it
+# cannot yet: TODO), SQL writes of the counter table, its shard on a worker
+# and the registry (42501).
 #
 # Then the workload: pgbench producers through the coordinator and on a
 # worker (10% rollbacks, transactions that write two resources, most often on
@@ -479,6 +484,203 @@ sub relay_node
 	return;
 }
 relay_node($_) for ($w1, $w2);
+
+# ---------------------------------------------------------------------------
+# Privileges: the producers' rules of sql/privileges.sql, on a cluster.  A
+# stream belongs to the owners of its tables (docs/privileges.md): a role
+# with the producer set, owning a distributed table co-located with another
+# role's attached table, can neither attach it to that stream, nor number
+# its rows from that stream with a sequencing trigger made by hand, nor
+# write that stream's counter table or the registry with SQL, on the
+# coordinator or on a worker.
+# ---------------------------------------------------------------------------
+
+# Run a statement as a role on a node; it must fail.  Returns its stderr.
+sub fails_as
+{
+	my ($node, $user, $query, $sqlstate, $pattern, $name) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"\\set VERBOSITY verbose\n$query", on_error_stop => 1,
+		extra_params => [ '-U', $user ]);
+	isnt($ret, 0, "$name: fails");
+	like($err, qr/ERROR:\s+$sqlstate/, "$name: SQLSTATE $sqlstate");
+	like($err, $pattern, "$name: says why") if $pattern;
+	return $err;
+}
+
+sub sql_as
+{
+	my ($node, $user, $query) = @_;
+	return $node->safe_psql('postgres', $query, extra_params => [ '-U', $user ]);
+}
+
+# stream Y: public.owned_stream, attached by the extension's owner (its
+# first attach makes the counter table), then given to role stream_owner
+sql($coord, q{
+	CREATE ROLE stream_owner LOGIN;
+	CREATE ROLE intruder LOGIN;
+	GRANT CREATE ON SCHEMA public TO intruder;
+	CREATE TABLE owned_stream (id bigserial, resource_id text NOT NULL, seq bigint,
+	                           PRIMARY KEY (resource_id, id));
+	SELECT create_distributed_table('owned_stream', 'resource_id', colocate_with => 'events');
+	SELECT ordering.attach('owned_stream');
+	ALTER TABLE owned_stream OWNER TO stream_owner;
+});
+$cluster->each_node(sub {
+	my ($node) = @_;
+	sql($node, q{
+		SET citus.enable_ddl_propagation = off;
+		SELECT ordering.grant_producer('stream_owner');
+		SELECT ordering.grant_producer('intruder');
+	});
+});
+my $ycounters = sql($coord,
+	q{SELECT ordering_internal.distributed_counters('public.owned_stream')});
+sql_as($coord, 'stream_owner', q{INSERT INTO owned_stream (resource_id) VALUES ('pv'), ('pv')});
+sql_as($w1, 'stream_owner', q{INSERT INTO owned_stream (resource_id) VALUES ('pw')});
+# what stream Y's counters are: its counter table, and nothing of it in
+# ordering.sequences on any node
+my $y_state = sub {
+	return join(';',
+		sql($coord, qq{SELECT string_agg(resource_id || ':' || last_seq, ',' ORDER BY resource_id)
+		               FROM $ycounters WHERE stream = 'public.owned_stream'}),
+		map {
+			sql($_, q{SELECT count(*) FROM ordering.sequences WHERE stream = 'public.owned_stream'})
+		} $cluster->nodes);
+};
+my $y_before = $y_state->();
+is($y_before, 'pv:2,pw:1;0;0;0', "stream Y's counters are in its counter table $ycounters");
+
+# the intruder's own distributed table, co-located with stream Y's
+sql_as($coord, 'intruder', q{
+	CREATE TABLE intruder_events (id bigserial, resource_id text NOT NULL, seq bigint,
+	                              PRIMARY KEY (resource_id, id));
+	SELECT create_distributed_table('intruder_events', 'resource_id', colocate_with => 'owned_stream');
+});
+
+# 1. attach() to stream Y: 42501, as on one node
+fails_as($coord, 'intruder',
+	q{SELECT ordering.attach('intruder_events', stream => 'public.owned_stream')}, '42501',
+	qr/permission denied to attach relation "intruder_events" to stream "public.owned_stream".*\n.*owned by role "stream_owner"/,
+	'attach() of a producer\'s distributed table to another role\'s stream');
+is(sql($coord, q{SELECT count(*) FROM pg_trigger WHERE tgrelid = 'intruder_events'::regclass
+                   AND tgname LIKE 'ordering%'}), '0',
+	'... which left no trigger on the table');
+
+# 2. the sequencing triggers made by hand, as attach() would make them for
+# stream Y (the counter table as the fourth argument), on the intruder's
+# own table: Citus copies them to its shards
+sql_as($coord, 'intruder', qq{
+	SET citus.enable_unsafe_triggers = on;
+	CREATE TRIGGER ordering_sequence BEFORE INSERT ON intruder_events FOR EACH ROW
+	  EXECUTE FUNCTION ordering.sequence_trigger('resource_id', 'seq', 'public.owned_stream', '$ycounters');
+	CREATE TRIGGER ordering_sequence_stored AFTER INSERT ON intruder_events FOR EACH ROW
+	  WHEN (ordering.sequence_stored()) EXECUTE FUNCTION ordering.sequence_stored_trigger();
+	CREATE TRIGGER ordering_sequence_guard BEFORE UPDATE OR DELETE ON intruder_events FOR EACH ROW
+	  EXECUTE FUNCTION ordering.sequence_guard('resource_id', 'seq', 'public.owned_stream');
+});
+# nor may it register the table with them (as on one node)
+fails_as($coord, 'intruder',
+	q{SELECT ordering_internal.attachment_register('intruder_events', 'public.owned_stream', 'resource_id', 'seq')},
+	'42501', qr/permission denied to attach relation "intruder_events"/,
+	'registering a table whose hand-made trigger names another role\'s stream');
+fails_as($coord, 'intruder', q{SELECT ordering_internal.attachment_unregister('owned_stream')},
+	'55000', qr/still has its sequencing trigger/, 'unregistering another role\'s table');
+{
+	# On one node the registry refuses such a trigger (0A000, "is not
+	# attached").  On the shards of a distributed table the trigger asks
+	# Citus's metadata instead (src/citus.c): the table is distributed by
+	# its resource column, co-located with the counter table, and its shell
+	# carries the same trigger, so the shards count in stream Y's counters.
+	# The workers have no registry to tell the intruder's table from stream
+	# Y's own: a design question, reported, not fixed here.
+	local $TODO = 'a hand-made sequencing trigger on a co-located distributed table takes numbers from another role\'s stream (src/citus.c consults no registry on the workers)';
+	fails_as($coord, 'intruder', q{INSERT INTO intruder_events (resource_id) VALUES ('pv')},
+		'(0A000|42501|55000)', undef, 'an insert numbered from another role\'s stream, through the coordinator');
+	fails_as($w1, 'intruder', q{INSERT INTO intruder_events (resource_id) VALUES ('pw')},
+		'(0A000|42501|55000)', undef, 'an insert numbered from another role\'s stream, on a worker');
+	is($y_state->(), $y_before, "stream Y's counters are unchanged");
+	is(sql($coord, q{SELECT count(*) FROM intruder_events}), '0', 'nothing was stored');
+}
+# the owner's stream goes on without a gap (it has one while the hole is
+# open: the TODO above)
+sql_as($coord, 'stream_owner', q{INSERT INTO owned_stream (resource_id) VALUES ('pv')});
+sql_as($w1, 'stream_owner', q{INSERT INTO owned_stream (resource_id) VALUES ('pw')});
+{
+	local $TODO = 'the hole above leaves gaps in stream Y';
+	is(sql($coord, q{SELECT string_agg(resource_id || seq, ',' ORDER BY resource_id, seq) FROM owned_stream}),
+		'pv1,pv2,pv3,pw1,pw2', "stream Y continues without a gap");
+}
+
+# ... and, as on one node, the owner of stream Y's tables may attach another
+# table of its own to it (attach() needs no CREATE on ordering_internal once
+# the stream has its counter table: docs/citus.md, "Limits")
+sql($coord, q{
+	CREATE TABLE owned_stream_2 (id bigserial, resource_id text NOT NULL, seq bigint,
+	                             PRIMARY KEY (resource_id, id));
+	SELECT create_distributed_table('owned_stream_2', 'resource_id', colocate_with => 'owned_stream');
+	ALTER TABLE owned_stream_2 OWNER TO stream_owner;
+});
+{
+	# attach() raises the stream's counters to the numbers the table holds
+	# with SQL, as its caller (ordering_internal.citus_raise_counters()),
+	# and no set may write a counter table: reported, not fixed here
+	local $TODO = 'attach() of a table to an existing distributed stream writes its counter table with SQL as the caller (42501 for every role but the counter table\'s owner)';
+	my ($ret, $out, $err) = $coord->psql('postgres',
+		q{SELECT ordering.attach('owned_stream_2', stream => 'public.owned_stream')},
+		extra_params => [ '-U', 'stream_owner' ]);
+	is($ret, 0, "the owner of stream Y's tables attaches another table of its own to it")
+	  or diag $err;
+}
+sql($coord, q{DROP TABLE owned_stream_2});
+
+# 3. stream Y's counter table and the registry: no SQL writes, on the
+# coordinator, on a worker, and on the worker's shard of the counter table
+my $ycounter_shard = sql($w1, qq{
+	SELECT pg_catalog.shard_name(s.logicalrelid, s.shardid, false)
+	  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+	 WHERE s.logicalrelid = '$ycounters'::regclass
+	   AND p.groupid = (SELECT groupid FROM pg_dist_local_group)
+	 ORDER BY s.shardid LIMIT 1});
+like($ycounter_shard, qr/^ordering_internal\.sequences_[0-9a-f]{16}_\d+$/,
+	"a shard of the counter table on a worker: $ycounter_shard");
+my $y_now = $y_state->();
+for my $case ([ $coord, $ycounters ], [ $w1, $ycounters ], [ $w1, $ycounter_shard ])
+{
+	my ($node, $rel) = @$case;
+	my $where = "$rel on " . $node->name;
+	fails_as($node, 'intruder', qq{UPDATE $rel SET last_seq = 0}, '42501',
+		qr/permission denied for table/, "UPDATE of $where");
+	fails_as($node, 'intruder', qq{DELETE FROM $rel}, '42501',
+		qr/permission denied for table/, "DELETE from $where");
+	fails_as($node, 'intruder',
+		qq{INSERT INTO $rel (stream, resource_id, last_seq) VALUES ('public.owned_stream', 'pz', 7)},
+		'42501', qr/permission denied for table/, "INSERT into $where");
+}
+for my $node ($coord, $w1)
+{
+	my $where = 'ordering.attachments on ' . $node->name;
+	fails_as($node, 'intruder', q{UPDATE ordering.attachments SET attached = false}, '42501',
+		qr/permission denied for table attachments/, "UPDATE of $where");
+	fails_as($node, 'intruder', q{DELETE FROM ordering.attachments}, '42501',
+		qr/permission denied for table attachments/, "DELETE from $where");
+	fails_as($node, 'intruder', q{
+		INSERT INTO ordering.attachments (tbl, stream, resource_column, sequence_column)
+		VALUES ('intruder_events', 'public.owned_stream', 'resource_id', 'seq')}, '42501',
+		qr/permission denied for table attachments/, "INSERT into $where");
+}
+is($y_state->(), $y_now, "stream Y's counters are unchanged by the refused writes");
+is(sql($coord, q{SELECT string_agg(tbl::text || ':' || stream || ':' || attached, ',' ORDER BY tbl::text)
+                   FROM ordering.attachments WHERE tbl::text IN ('owned_stream', 'intruder_events')}),
+	'owned_stream:public.owned_stream:true', 'the registry is unchanged');
+
+# the tables go: the moves below need not carry them
+sql($coord, qq{
+	DROP TABLE intruder_events;
+	SELECT ordering.detach('owned_stream');
+	DROP TABLE owned_stream;
+	DROP TABLE $ycounters;
+});
 
 # pgbench on a node for $secs seconds, in the background
 sub pgbench_start

@@ -22,6 +22,10 @@
 #    the coordinator itself, the newer_only guard on a distributed
 #    projection, a handler calling for another resource, and the parking
 #    cap.
+# 4. The privileges of sql/privileges.sql: a role without the consumer set
+#    calls no consumer function and touches no table of a distributed
+#    consumer (42501), on the coordinator or a worker; a role with it
+#    consumes, and reads the tables, but does not write them with SQL.
 use strict;
 use warnings;
 use FindBin;
@@ -639,6 +643,165 @@ $coord->safe_psql('postgres', q{ALTER DATABASE postgres SET ordering.max_parked_
 like($err, qr/54000: too many events parked for consumer "tx" and resource "tx-cap"/,
 	'the parking cap is refused with 54000 from the worker');
 $coord->safe_psql('postgres', q{ALTER DATABASE postgres RESET ordering.max_parked_per_resource});
+
+# 4. Privileges: the consumers' rules of sql/privileges.sql, on a cluster.
+# A role without the consumer set (a producer here) can neither call the
+# consumer functions of a distributed consumer (on the coordinator, on a
+# worker, or through the consumer's call and batch functions themselves)
+# nor read or write its tables; a role with the consumer set consumes
+# (through the coordinator, where the calls are made), and reads the
+# tables, but writes them through the functions only, as ordering.positions
+# on one node.  The roles get their sets on every node before the consumer
+# is distributed (docs/citus.md).
+$coord->safe_psql('postgres', q{
+	CREATE ROLE priv_consumer LOGIN;
+	CREATE ROLE priv_producer LOGIN;
+});
+$cluster->each_node(sub {
+	my ($node) = @_;
+	$node->safe_psql('postgres', q{
+		SET citus.enable_ddl_propagation = off;
+		SELECT ordering.grant_consumer('priv_consumer');
+		SELECT ordering.grant_producer('priv_producer');
+	});
+});
+# the coordinator has shards since the tests above: a projection of its own
+# gets one there too
+$coord->safe_psql('postgres', q{
+	CREATE TABLE priv_view (resource_id text PRIMARY KEY, seq bigint);
+	SELECT create_distributed_table('priv_view', 'resource_id', colocate_with => 'none',
+	                                shard_count => 4);
+	SELECT ordering.distribute_consumer('priv', 'priv_view');
+});
+my $ptag = $coord->safe_psql('postgres',
+	q{SELECT tag FROM ordering_internal.distributed_consumers WHERE consumer = 'priv'});
+# a resource on the coordinator ($pa), one on a worker ($pb)
+my ($pa, $pb) = split /\|/, $coord->safe_psql('postgres', qq{
+	WITH r AS (SELECT 'priv-' || i AS resource_id,
+	                  (SELECT nodeport FROM citus_shards
+	                    WHERE shardid = get_shard_id_for_distribution_column('priv_view', 'priv-' || i)) AS port
+	             FROM generate_series(1, 50) i)
+	SELECT (SELECT min(resource_id) FROM r WHERE port = ${\ $coord->port}),
+	       (SELECT min(resource_id) FROM r WHERE port <> ${\ $coord->port})});
+my %by_port = map { ($_->port => $_) } $cluster->nodes;
+my $pb_node = $by_port{ $coord->safe_psql('postgres', qq{
+	SELECT nodeport FROM citus_shards
+	 WHERE shardid = get_shard_id_for_distribution_column('priv_view', '$pb')}) };
+ok($pa ne '' && $pb ne '' && $pb_node->port != $coord->port,
+	"consumer priv has resource $pa on the coordinator, $pb on a worker (" . $pb_node->name . ')');
+
+sub psql_as
+{
+	my ($node, $user, $query) = @_;
+	return $node->psql('postgres', "\\set VERBOSITY verbose\n$query",
+		on_error_stop => 1, extra_params => [ '-U', $user ]);
+}
+sub is_as
+{
+	my ($node, $user, $query, $expected, $name) = @_;
+	my ($ret, $out, $err) = psql_as($node, $user, $query);
+	is($ret, 0, "$name: runs") or diag $err;
+	is($out, $expected, $name);
+	return;
+}
+sub refused_as
+{
+	my ($node, $user, $query, $pattern, $name) = @_;
+	my ($ret, $out, $err) = psql_as($node, $user, $query);
+	isnt($ret, 0, "$name: fails");
+	like($err, qr/ERROR:\s+42501: $pattern/, "$name: 42501");
+	return;
+}
+
+# the consumer set consumes, through the coordinator, a resource on a worker
+# and one on the coordinator itself (a call for a resource on the caller's
+# node tells Citus of its write with a statement of its own, which runs as
+# the owner of the consumer's tables: the set may not write them with SQL)
+is_as($coord, 'priv_consumer', qq{
+	SELECT ordering.apply_if_newer('priv', '$pa', 1), ordering.apply_if_newer('priv', '$pb', 1);
+	SELECT count(*) FROM ordering.deliver('priv', '$pa', 2, '{}');
+	SELECT count(*) FROM ordering.deliver('priv', '$pb', 2, '{}');
+	SELECT count(*) FROM ordering.deliver_batch('priv', ARRAY['$pa', '$pb'], ARRAY[3, 3]::bigint[],
+	                                            ARRAY['{}', '{}']::jsonb[]);
+	SELECT count(*) FILTER (WHERE applied) FROM ordering.apply_batch('priv', ARRAY['$pa', '$pb'], ARRAY[4, 4]::bigint[]);
+	SELECT ordering.position('priv', '$pa') || ' ' || ordering.position('priv', '$pb');
+}, "t|t\n1\n1\n2\n2\n4 4", 'the consumer set consumes a distributed consumer through the coordinator');
+my $positions = qq{SELECT string_agg(resource_id || ':' || position, ',' ORDER BY resource_id <> '$pa', resource_id)
+                     FROM ordering_internal.${ptag}_positions};
+my $positions_before = $coord->safe_psql('postgres', $positions);
+is($positions_before, "$pa:4,$pb:4", 'the positions the calls moved');
+
+# what a role may do to the consumer's tables with SQL, on the coordinator,
+# on the worker, and on the worker's shard of positions
+my $pshard = $pb_node->safe_psql('postgres', qq{
+	SELECT pg_catalog.shard_name('ordering_internal.${ptag}_positions'::regclass,
+	                             get_shard_id_for_distribution_column('ordering_internal.${ptag}_positions', '$pb'),
+	                             false)});
+my @places = ([ $coord, '' ], [ $pb_node, '' ], [ $pb_node, $pshard ]);
+for my $place (@places)
+{
+	my ($node, $shard) = @$place;
+	for my $suffix ('_positions', '_parked', '_dead_letters', '_gap_requests')
+	{
+		my $rel = $shard && $suffix eq '_positions' ? $shard : "ordering_internal.$ptag$suffix";
+		next if $shard && $suffix ne '_positions';
+		my $where = "$rel on " . $node->name;
+		my $denied = 'permission denied for table';
+		is_as($node, 'priv_consumer', qq{SELECT count(*) >= 0 FROM $rel}, 't',
+			"the consumer set reads $where");
+		refused_as($node, 'priv_consumer', qq{UPDATE $rel SET consumer = consumer},
+			$denied, "the consumer set cannot UPDATE $where");
+		refused_as($node, 'priv_consumer', qq{DELETE FROM $rel},
+			$denied, "the consumer set cannot DELETE from $where");
+		refused_as($node, 'priv_consumer', qq{INSERT INTO $rel SELECT * FROM $rel},
+			$denied, "the consumer set cannot INSERT into $where");
+		refused_as($node, 'priv_producer', qq{SELECT count(*) FROM $rel},
+			$denied, "a role without the consumer set cannot read $where");
+		refused_as($node, 'priv_producer', qq{UPDATE $rel SET consumer = consumer},
+			$denied, "a role without the consumer set cannot UPDATE $where");
+		refused_as($node, 'priv_producer', qq{DELETE FROM $rel},
+			$denied, "a role without the consumer set cannot DELETE from $where");
+	}
+}
+# operators' actions are not the consumer set's
+refused_as($coord, 'priv_consumer', qq{SELECT * FROM ordering.skip_gap('priv', '$pb')},
+	'permission denied for function skip_gap', 'the consumer set cannot skip a gap');
+
+# a role without the consumer set calls nothing of the consumer, on the
+# coordinator or on the worker, nor the call and batch functions
+# (executable by every role: they check the consumer function they stand
+# for), directly
+for my $node ($coord, $pb_node)
+{
+	my $on = ' on ' . $node->name;
+	for my $call (
+		[ qq{SELECT ordering.apply_if_newer('priv', '$pb', 9)}, 'apply_if_newer' ],
+		[ qq{SELECT * FROM ordering.deliver('priv', '$pb', 9, '{}')}, 'deliver' ],
+		[ qq{SELECT ordering.deliver('priv', '$pb', 9, '{}', 'tx_apply(text,bigint,jsonb)')}, 'deliver' ],
+		[ qq{SELECT * FROM ordering.deliver_batch('priv', ARRAY['$pb'], ARRAY[9]::bigint[], ARRAY['{}']::jsonb[])},
+		  'deliver_batch' ],
+		[ qq{SELECT ordering.deliver_batch('priv', ARRAY['$pb'], ARRAY[9]::bigint[], ARRAY['{}']::jsonb[],
+		                                   'tx_apply(text,bigint,jsonb)')}, 'deliver_batch' ],
+		[ qq{SELECT * FROM ordering.apply_batch('priv', ARRAY['$pb'], ARRAY[9]::bigint[])}, 'apply_batch' ],
+		[ qq{SELECT ordering.position('priv', '$pb')}, 'position' ],
+		[ qq{SELECT * FROM ordering_internal.${ptag}_call('a', '$pb', 'priv', 9, NULL, NULL, NULL)},
+		  'ordering\.apply_if_newer\(text,text,bigint\)' ],
+		[ qq{SELECT * FROM ordering_internal.${ptag}_call('d', '$pb', 'priv', 9, '{}', NULL, NULL)},
+		  'ordering\.deliver\(text,text,bigint,jsonb\)' ],
+		[ qq{SELECT * FROM ordering_internal.${ptag}_batch('A', '$pb', 'priv', ARRAY[1], ARRAY['$pb'],
+		                                                   ARRAY[9]::bigint[], NULL, NULL, NULL)},
+		  'ordering\.apply_batch\(text,text\[\],bigint\[\]\)' ],
+		[ qq{SELECT * FROM ordering_internal.${ptag}_batch('b', '$pb', 'priv', ARRAY[1], ARRAY['$pb'],
+		                                                   ARRAY[9]::bigint[], ARRAY['{}']::jsonb[], NULL, NULL)},
+		  'ordering\.deliver_batch\(text,text\[\],bigint\[\],jsonb\[\]\)' ])
+	{
+		my ($query, $fn) = @$call;
+		refused_as($node, 'priv_producer', $query, "permission denied for function $fn",
+			"a role without the consumer set: $query$on");
+	}
+}
+is($coord->safe_psql('postgres', $positions), $positions_before,
+	'the refused calls and statements moved no position');
 
 $cluster->stop;
 done_testing();
