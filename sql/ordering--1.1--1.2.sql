@@ -1267,7 +1267,21 @@ CREATE FUNCTION ordering_internal.citus_raise_counters(tbl regclass, resource_co
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
+DECLARE
+    numbered boolean;
 BEGIN
+    -- Nothing to raise (a new table of the stream, or a detached one that
+    -- holds no number, and no counter of the stream in ordering.sequences):
+    -- write nothing, so that the owner of the stream's tables, who may not
+    -- write the counter table, attaches it as on one node.  (The statements
+    -- below would write nothing either; their INSERT needs the rights even
+    -- then.  The sequencing trigger, made already, keeps inserts out.)
+    EXECUTE pg_catalog.format('SELECT true FROM %s t WHERE t.%I IS NOT NULL LIMIT 1',
+                              tbl, sequence_column) INTO numbered;
+    IF numbered IS NULL AND NOT EXISTS (SELECT FROM ordering.sequences s
+                                     WHERE s.stream OPERATOR(pg_catalog.=) citus_raise_counters.stream) THEN
+        RETURN;
+    END IF;
     EXECUTE pg_catalog.format(
         'INSERT INTO %1$s AS c (stream, resource_id, last_seq) '
         'SELECT %2$L, t.%3$I, pg_catalog.max(t.%4$I) FROM %5$s t '

@@ -12,9 +12,9 @@
 # again, an altered counter table refused and then used again.  Then the
 # producers' privileges of sql/privileges.sql on a cluster: attach() to
 # another role's stream (42501), a hand-made sequencing trigger naming it
-# (a known hole: TODO), the owner attaching a second table of its own (it
-# cannot yet: TODO), SQL writes of the counter table, its shard on a worker
-# and the registry (42501).
+# (a known hole: TODO), the owner attaching a second table of its own, SQL
+# writes of the counter table, its shard on a worker and the registry
+# (42501).
 #
 # Then the workload: pgbench producers through the coordinator and on a
 # worker (10% rollbacks, transactions that write two resources, most often on
@@ -621,17 +621,30 @@ sql($coord, q{
 	SELECT create_distributed_table('owned_stream_2', 'resource_id', colocate_with => 'owned_stream');
 	ALTER TABLE owned_stream_2 OWNER TO stream_owner;
 });
+# (attach() raises the stream's counters to the numbers the table holds,
+# ordering_internal.citus_raise_counters(): it writes the counter table,
+# which no set may write, only when the table holds numbers)
 {
-	# attach() raises the stream's counters to the numbers the table holds
-	# with SQL, as its caller (ordering_internal.citus_raise_counters()),
-	# and no set may write a counter table: reported, not fixed here
-	local $TODO = 'attach() of a table to an existing distributed stream writes its counter table with SQL as the caller (42501 for every role but the counter table\'s owner)';
 	my ($ret, $out, $err) = $coord->psql('postgres',
 		q{SELECT ordering.attach('owned_stream_2', stream => 'public.owned_stream')},
 		extra_params => [ '-U', 'stream_owner' ]);
 	is($ret, 0, "the owner of stream Y's tables attaches another table of its own to it")
 	  or diag $err;
 }
+sql_as($coord, 'stream_owner', q{INSERT INTO owned_stream_2 (resource_id) VALUES ('pv'), ('pq')});
+my $pv_next = 1 + sql($coord, q{SELECT max(seq) FROM owned_stream WHERE resource_id = 'pv'});
+is(sql($coord, q{SELECT string_agg(resource_id || seq, ',' ORDER BY resource_id, seq) FROM owned_stream_2}),
+	"pq1,pv$pv_next", "... whose rows continue the stream's numbers");
+# attaching a table that holds numbers raises the counters: that needs the
+# counter table's owner (docs/citus.md, "Limits")
+sql_as($coord, 'stream_owner', q{SELECT ordering.detach('owned_stream_2')});
+fails_as($coord, 'stream_owner', q{SELECT ordering.attach('owned_stream_2')}, '42501',
+	qr/permission denied for table sequences_/,
+	"attaching again a detached table that holds numbers, as the owner of the stream's tables");
+sql($coord, q{SELECT ordering.attach('owned_stream_2')});
+sql_as($coord, 'stream_owner', q{INSERT INTO owned_stream_2 (resource_id) VALUES ('pq')});
+is(sql($coord, q{SELECT string_agg(resource_id || seq, ',' ORDER BY resource_id, seq) FROM owned_stream_2}),
+	"pq1,pq2,pv$pv_next", "... which the extension's owner does, and the stream goes on");
 sql($coord, q{DROP TABLE owned_stream_2});
 
 # 3. stream Y's counter table and the registry: no SQL writes, on the
