@@ -147,16 +147,24 @@ fails($coord, q{INSERT INTO attached_first (resource_id) VALUES ('x')},
 is(sql($coord, q{SELECT count(*) FROM attached_first}), '0',
 	'nothing was stored in it');
 
-# the trigger of a distributed stream copied onto a local table
-sql($coord, qq{
-	CREATE TABLE copied (resource_id text, seq bigint);
-	CREATE TRIGGER ordering_sequence BEFORE INSERT ON copied FOR EACH ROW
-	  EXECUTE FUNCTION ordering.sequence_trigger('resource_id', 'seq', 'public.events', '$counters');
-	CREATE TRIGGER ordering_sequence_stored AFTER INSERT ON copied FOR EACH ROW
+# The three triggers attach() makes on a distributed table of a stream (the
+# stream's counter table as the sequencing trigger's fourth argument), as
+# SQL: made by hand on a table attach() did not attach.
+sub sequencing_triggers
+{
+	my ($table, $stream, $counters) = @_;
+	return qq{
+	CREATE TRIGGER ordering_sequence BEFORE INSERT ON $table FOR EACH ROW
+	  EXECUTE FUNCTION ordering.sequence_trigger('resource_id', 'seq', '$stream', '$counters');
+	CREATE TRIGGER ordering_sequence_stored AFTER INSERT ON $table FOR EACH ROW
 	  WHEN (ordering.sequence_stored()) EXECUTE FUNCTION ordering.sequence_stored_trigger();
-	CREATE TRIGGER ordering_sequence_guard BEFORE UPDATE OR DELETE ON copied FOR EACH ROW
-	  EXECUTE FUNCTION ordering.sequence_guard('resource_id', 'seq', 'public.events');
-});
+	CREATE TRIGGER ordering_sequence_guard BEFORE UPDATE OR DELETE ON $table FOR EACH ROW
+	  EXECUTE FUNCTION ordering.sequence_guard('resource_id', 'seq', '$stream');};
+}
+
+# the trigger of a distributed stream copied onto a local table
+sql($coord, q{CREATE TABLE copied (resource_id text, seq bigint);}
+	  . sequencing_triggers('copied', 'public.events', $counters));
 fails($coord, q{INSERT INTO copied VALUES ('x')}, '0A000',
 	qr/is not a shard of a table distributed by Citus/,
 	'the trigger of a distributed stream on a local table');
@@ -570,15 +578,8 @@ is(sql($coord, q{SELECT count(*) FROM pg_trigger WHERE tgrelid = 'intruder_event
 # 2. the sequencing triggers made by hand, as attach() would make them for
 # stream Y (the counter table as the fourth argument), on the intruder's
 # own table: Citus copies them to its shards
-sql_as($coord, 'intruder', qq{
-	SET citus.enable_unsafe_triggers = on;
-	CREATE TRIGGER ordering_sequence BEFORE INSERT ON intruder_events FOR EACH ROW
-	  EXECUTE FUNCTION ordering.sequence_trigger('resource_id', 'seq', 'public.owned_stream', '$ycounters');
-	CREATE TRIGGER ordering_sequence_stored AFTER INSERT ON intruder_events FOR EACH ROW
-	  WHEN (ordering.sequence_stored()) EXECUTE FUNCTION ordering.sequence_stored_trigger();
-	CREATE TRIGGER ordering_sequence_guard BEFORE UPDATE OR DELETE ON intruder_events FOR EACH ROW
-	  EXECUTE FUNCTION ordering.sequence_guard('resource_id', 'seq', 'public.owned_stream');
-});
+sql_as($coord, 'intruder', q{SET citus.enable_unsafe_triggers = on;}
+	  . sequencing_triggers('intruder_events', 'public.owned_stream', $ycounters));
 # nor may it register the table with them (as on one node)
 fails_as($coord, 'intruder',
 	q{SELECT ordering_internal.attachment_register('intruder_events', 'public.owned_stream', 'resource_id', 'seq')},
