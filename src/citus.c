@@ -123,8 +123,8 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 
+#include "as_owner.h"
 #include "citus.h"
 #include "compat.h"
 #include "counters.h"
@@ -482,23 +482,13 @@ counter_statement(Oid counters, const char *sql, text *stream,
 {
 	Oid			argtypes[2] = {TEXTOID, TEXTOID};
 	Datum		args[2];
-	Oid			save_userid;
-	int			save_sec_context;
-	HeapTuple	tuple;
-	Oid			owner;
+	AsOwner		caller;
 	int64		result = 0;
 	int			ret;
 
-	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(counters));
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", counters);
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-
 	args[0] = PointerGetDatum(stream);
 	args[1] = PointerGetDatum(resource);
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	as_owner(counters, &caller);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	ret = SPI_execute_with_args(psprintf(sql, quote_qualified_identifier(
@@ -516,7 +506,7 @@ counter_statement(Oid counters, const char *sql, text *stream,
 		result = isnull ? 0 : DatumGetInt64(d);
 	}
 	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	as_caller(&caller);
 	return result;
 }
 
@@ -589,26 +579,17 @@ ordering_lock_shard_for_relay(PG_FUNCTION_ARGS)
 	int64		shardid = PG_GETARG_INT64(1);
 	Oid			argtypes[2] = {INT8OID, OIDOID};
 	Datum		args[2];
-	Oid			save_userid;
-	int			save_sec_context;
-	Oid			owner;
-	HeapTuple	tuple;
+	AsOwner		caller;
 	AclResult	aclresult;
 	int			ret;
 
 	aclresult = pg_class_aclcheck(outbox, GetUserId(), ACL_UPDATE);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(outbox));
-	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(outbox));
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", outbox);
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
 
 	args[0] = Int64GetDatum(shardid);
 	args[1] = ObjectIdGetDatum(outbox);
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	as_owner(outbox, &caller);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	ret = SPI_execute_with_args("SELECT pg_catalog.lock_shard_metadata(5, ARRAY[s.shardid])"
@@ -629,6 +610,6 @@ ordering_lock_shard_for_relay(PG_FUNCTION_ARGS)
 	 * (TAP 040 saw it during a non-blocking split).
 	 */
 	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	as_caller(&caller);
 	PG_RETURN_VOID();
 }

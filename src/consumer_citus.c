@@ -90,6 +90,7 @@
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
+#include "as_owner.h"
 #include "citus_meta.h"
 #include "compat.h"
 #include "consumer_citus.h"
@@ -480,10 +481,7 @@ dist_local_write(const char *tag, text *consumer, text *resource)
 	const char *local = GetConfigOption("citus.enable_local_execution", true,
 										false);
 	Oid			gap_requests = consumer_dist_relation(tag, "_gap_requests");
-	HeapTuple	tuple;
-	Oid			owner;
-	Oid			save_userid;
-	int			save_sec_context;
+	AsOwner		caller;
 	int			ret;
 	char	   *sql;
 
@@ -499,16 +497,12 @@ dist_local_write(const char *tag, text *consumer, text *resource)
 				   "   AND g.attempts OPERATOR(pg_catalog.<) 0",
 				   tag, quote_literal_cstr(text_to_cstring(consumer)),
 				   quote_literal_cstr(text_to_cstring(resource)));
-	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(gap_requests));
-	if (!HeapTupleIsValid(tuple))
+	if (!OidIsValid(gap_requests))
 		elog(ERROR, "the gap requests of consumer \"%s\" are not on this node",
 			 text_to_cstring(consumer));
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	as_owner(gap_requests, &caller);
 	ret = SPI_execute(sql, false, 0);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	as_caller(&caller);
 	if (ret != SPI_OK_DELETE)
 		elog(ERROR, "marking the local write of consumer \"%s\" failed",
 			 text_to_cstring(consumer));
