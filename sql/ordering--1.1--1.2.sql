@@ -1270,25 +1270,23 @@ CREATE FUNCTION ordering_internal.citus_raise_counters(tbl regclass, resource_co
 DECLARE
     numbered boolean;
 BEGIN
-    -- Nothing to raise (a new table of the stream, or a detached one that
-    -- holds no number, and no counter of the stream in ordering.sequences):
-    -- write nothing, so that the owner of the stream's tables, who may not
-    -- write the counter table, attaches it as on one node.  (The statements
-    -- below would write nothing either; their INSERT needs the rights even
-    -- then.  The sequencing trigger, made already, keeps inserts out.)
+    -- Each statement only where there is something to raise from: its
+    -- INSERT needs INSERT and UPDATE on the counter table even when it
+    -- writes nothing, so this way the owner of the stream's tables, who may
+    -- not write the counter table, attaches a table that holds no numbers
+    -- (a new table of the stream) as on one node.  The sequencing trigger,
+    -- made already, keeps inserts out meanwhile.
     EXECUTE pg_catalog.format('SELECT true FROM %s t WHERE t.%I IS NOT NULL LIMIT 1',
                               tbl, sequence_column) INTO numbered;
-    IF numbered IS NULL AND NOT EXISTS (SELECT FROM ordering.sequences s
-                                     WHERE s.stream OPERATOR(pg_catalog.=) citus_raise_counters.stream) THEN
-        RETURN;
+    IF numbered THEN
+        EXECUTE pg_catalog.format(
+            'INSERT INTO %1$s AS c (stream, resource_id, last_seq) '
+            'SELECT %2$L, t.%3$I, pg_catalog.max(t.%4$I) FROM %5$s t '
+            ' WHERE t.%4$I IS NOT NULL GROUP BY t.%3$I '
+            'ON CONFLICT (stream, resource_id) DO UPDATE '
+            '   SET last_seq = GREATEST(c.last_seq, EXCLUDED.last_seq)',
+            counters, stream, resource_column, sequence_column, tbl);
     END IF;
-    EXECUTE pg_catalog.format(
-        'INSERT INTO %1$s AS c (stream, resource_id, last_seq) '
-        'SELECT %2$L, t.%3$I, pg_catalog.max(t.%4$I) FROM %5$s t '
-        ' WHERE t.%4$I IS NOT NULL GROUP BY t.%3$I '
-        'ON CONFLICT (stream, resource_id) DO UPDATE '
-        '   SET last_seq = GREATEST(c.last_seq, EXCLUDED.last_seq)',
-        counters, stream, resource_column, sequence_column, tbl);
     IF EXISTS (SELECT FROM ordering.sequences s
                 WHERE s.stream OPERATOR(pg_catalog.=) citus_raise_counters.stream) THEN
         EXECUTE pg_catalog.format(
