@@ -226,6 +226,60 @@ UPDATE pev SET seq = 9 WHERE seq = 1;
 \echo :SQLSTATE
 UPDATE pev SET resource_id = 'other' WHERE seq = 1;
 \echo :SQLSTATE
+-- A move that does not finish leaves nothing behind: the number of the row
+-- it would have moved is asserted again like any other (40001), in the same
+-- transaction or the next, whatever stopped the move.
+CREATE TABLE pev_mv (resource_id text NOT NULL, seq bigint, region text NOT NULL)
+    PARTITION BY LIST (region);
+CREATE TABLE pev_mv_eu PARTITION OF pev_mv FOR VALUES IN ('eu');
+CREATE TABLE pev_mv_us PARTITION OF pev_mv FOR VALUES IN ('us');
+SELECT ordering.attach('pev_mv');
+INSERT INTO pev_mv (resource_id, region) SELECT 'm', 'eu' FROM generate_series(1, 6);
+\set VERBOSITY sqlstate
+-- no partition for the new row
+UPDATE pev_mv SET region = 'asia' WHERE seq = 2;
+INSERT INTO pev_mv (resource_id, seq, region) VALUES ('m', 2, 'eu');
+-- a later BEFORE DELETE trigger that raises, in a savepoint
+CREATE FUNCTION pev_mv_refuse() RETURNS trigger LANGUAGE plpgsql AS
+  $$BEGIN RAISE EXCEPTION 'no deletes here'; END$$;
+CREATE TRIGGER zz_refuse BEFORE DELETE ON pev_mv_eu FOR EACH ROW EXECUTE FUNCTION pev_mv_refuse();
+BEGIN;
+SAVEPOINT s;
+UPDATE pev_mv SET region = 'us' WHERE seq = 3;
+ROLLBACK TO SAVEPOINT s;
+INSERT INTO pev_mv (resource_id, seq, region) VALUES ('m', 3, 'us');
+ROLLBACK;
+DROP TRIGGER zz_refuse ON pev_mv_eu;
+-- a later BEFORE DELETE trigger that skips the delete: the UPDATE succeeds
+-- and moves nothing; an insert in the same transaction, and one in the next
+CREATE FUNCTION pev_mv_keep() RETURNS trigger LANGUAGE plpgsql AS
+  $$BEGIN RETURN NULL; END$$;
+CREATE TRIGGER zz_keep BEFORE DELETE ON pev_mv_eu FOR EACH ROW EXECUTE FUNCTION pev_mv_keep();
+BEGIN;
+UPDATE pev_mv SET region = 'us' WHERE seq = 4;
+INSERT INTO pev_mv (resource_id, seq, region) VALUES ('m', 4, 'us');
+ROLLBACK;
+UPDATE pev_mv SET region = 'us' WHERE seq = 4;
+INSERT INTO pev_mv (resource_id, seq, region) VALUES ('m', 4, 'us');
+DROP TRIGGER zz_keep ON pev_mv_eu;
+\set VERBOSITY terse
+-- the same on a plain table: an UPDATE that fails a CHECK, then a DELETE of
+-- the row, then an insert that supplies its number
+CREATE TABLE mv_plain (resource_id text NOT NULL, seq bigint, v int CHECK (v < 100));
+SELECT ordering.attach('mv_plain');
+INSERT INTO mv_plain (resource_id, v) SELECT 'p', 1 FROM generate_series(1, 10);
+\set VERBOSITY sqlstate
+UPDATE mv_plain SET v = 200 WHERE seq = 3;
+\set VERBOSITY terse
+DELETE FROM mv_plain WHERE seq = 3;
+\set VERBOSITY sqlstate
+INSERT INTO mv_plain (resource_id, seq, v) VALUES ('p', 3, 5);
+\set VERBOSITY terse
+-- and a move that finishes still keeps its number, after all of the above
+UPDATE pev_mv SET region = 'us' WHERE seq = 5;
+SELECT tableoid::regclass AS part, resource_id, seq FROM pev_mv ORDER BY seq;
+SELECT resource_id, array_agg(seq ORDER BY seq) AS seqs FROM mv_plain GROUP BY 1;
+SELECT ordering.last_sequence('public.pev_mv', 'm'), ordering.last_sequence('public.mv_plain', 'p');
 -- Dropping or detaching a partition never restarts the stream.
 ALTER TABLE pev DETACH PARTITION pev_us;
 DROP TABLE pev_eu;
@@ -463,12 +517,13 @@ INSERT INTO ordering.sequences VALUES ('loaded', 'r', 7);
 SELECT last_seq FROM ordering.sequences WHERE stream = 'loaded';
 SELECT ordering.next_sequence('loaded', 'r');
 
-DROP TABLE ev, cv, pev, pev_us, typed_d, typed_ts, typed_n, typed_b, typed_f, gen;
-DROP FUNCTION zz_filter(), zz_sneak();
+DROP TABLE ev, cv, pev, pev_us, typed_d, typed_ts, typed_n, typed_b, typed_f, gen, pev_mv, mv_plain;
+DROP FUNCTION zz_filter(), zz_sneak(), pev_mv_refuse(), pev_mv_keep();
 -- (leave no counters behind for the tests that follow)
 DELETE FROM ordering.sequences
  WHERE stream IN ('public.ev', 'public.cv', 'public.pev', 'public.typed_d',
                   'public.typed_ts', 'public.typed_n', 'public.typed_b',
-                  'public.typed_f', 'public.renamed', 'loaded')
+                  'public.typed_f', 'public.renamed', 'loaded', 'public.pev_mv',
+                  'public.mv_plain')
     OR resource_id = 'copy-to';
 DELETE FROM ordering.outbox WHERE resource_id = 'copy-to';

@@ -27,7 +27,8 @@
  *	  partition, firing BEFORE UPDATE then BEFORE DELETE there, and inserts
  *	  it into the new one) keeps its number: the same event, not a new one.
  *	  The guard recognizes the UPDATE-then-DELETE of one tuple and lets the
- *	  insert that follows in the same command through without a new number.
+ *	  insert that follows in the same statement through without a new
+ *	  number; provisional.c keeps what it saw for that statement only.
  *
  * On a table that Citus distributes, attach() adds a fourth argument to
  * the sequencing trigger, the stream's counter table, and the trigger
@@ -107,23 +108,6 @@ typedef struct SequencedRow
 	bool		seq_isnull;
 	int64		seq;
 } SequencedRow;
-
-/*
- * A row that an UPDATE is moving between partitions, recognized by the
- * guard (file header): armed by BEFORE DELETE right after BEFORE UPDATE of
- * the same tuple, consumed by the BEFORE INSERT that follows in the same
- * command.
- */
-static struct
-{
-	Oid			updating_rel;	/* BEFORE UPDATE of this tuple ... */
-	ItemPointerData updating_tid;
-	bool		armed;			/* ... then BEFORE DELETE of it */
-	CommandId	cid;
-	text	   *stream;			/* the moving row, in TopMemoryContext */
-	text	   *resource;
-	int64		seq;
-}			moving;
 
 /*
  * The stream of a trigger: its third argument (ordering.attach() always
@@ -302,25 +286,6 @@ numbered_row(HeapTuple tuple, TupleDesc desc, DeformedRow *deformed,
 }
 
 /*
- * Is this the insert of the row the guard saw moving (file header)?  Then
- * it keeps its number.
- */
-static bool
-take_moving_row(const SequencedRow *row)
-{
-	bool		match;
-
-	if (!moving.armed)
-		return false;
-	match = moving.cid == GetCurrentCommandId(false) && moving.seq == row->seq &&
-		ordering_text_equal(moving.stream, row->stream) &&
-		ordering_text_equal(moving.resource, row->resource);
-	if (match)
-		moving.armed = false;
-	return match;
-}
-
-/*
  * Which statement supplied a row's number (counters.h): the top-level
  * statement of the portal running, when the row is its own (a COPY, or an
  * INSERT of a dump) rather than one a function inserts.  Only for the hint
@@ -441,7 +406,8 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	provisional_settle_level();
 	if (!asks)
 	{
-		if (take_moving_row(&row))
+		/* the row an UPDATE moves keeps its number (file header) */
+		if (provisional_move_take(row.stream, row.resource, row.seq))
 			return PointerGetDatum(tuple);
 		(void) number_row(&row, &table, true);
 		return PointerGetDatum(tuple);
@@ -561,23 +527,11 @@ static void
 arm_moving(FmgrInfo *flinfo, TriggerData *trigdata)
 {
 	SequencedRow row;
-	MemoryContext old;
 
 	read_row(trigger_shape(flinfo, trigdata, &sequence_guard_protocol),
 			 trigdata, trigdata->tg_trigtuple, NULL, &row);
-	if (row.seq_isnull)
-		return;
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	if (moving.stream != NULL)
-		pfree(moving.stream);
-	if (moving.resource != NULL)
-		pfree(moving.resource);
-	moving.stream = (text *) PG_DETOAST_DATUM_COPY(PointerGetDatum(row.stream));
-	moving.resource = (text *) PG_DETOAST_DATUM_COPY(PointerGetDatum(row.resource));
-	MemoryContextSwitchTo(old);
-	moving.seq = row.seq;
-	moving.cid = GetCurrentCommandId(false);
-	moving.armed = true;
+	if (!row.seq_isnull)
+		provisional_move_arm(row.stream, row.resource, row.seq);
 }
 
 /*
@@ -597,10 +551,9 @@ ordering_sequence_guard(PG_FUNCTION_ARGS)
 
 	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 	{
-		if (moving.updating_rel == RelationGetRelid(rel) &&
-			ItemPointerEquals(&moving.updating_tid, &trigdata->tg_trigtuple->t_self))
+		if (provisional_move_delete(RelationGetRelid(rel),
+									&trigdata->tg_trigtuple->t_self))
 			arm_moving(fcinfo->flinfo, trigdata);
-		moving.updating_rel = InvalidOid;
 		return PointerGetDatum(trigdata->tg_trigtuple);
 	}
 
@@ -619,8 +572,8 @@ ordering_sequence_guard(PG_FUNCTION_ARGS)
 							   args[0], args[1]),
 					 errhint("Insert a new event instead.")));
 	}
-	moving.updating_rel = RelationGetRelid(rel);
-	moving.updating_tid = trigdata->tg_trigtuple->t_self;
+	provisional_move_update(RelationGetRelid(rel),
+							&trigdata->tg_trigtuple->t_self);
 	return PointerGetDatum(trigdata->tg_newtuple);
 }
 

@@ -68,6 +68,17 @@
  * their records with them: their numbers were given back by the rollback
  * itself.
  *
+ * A row that an UPDATE moves between partitions keeps its number
+ * (producer.c's guard): PostgreSQL fires BEFORE UPDATE on the tuple, then
+ * BEFORE DELETE on the same tuple, then BEFORE INSERT of the new row, all at
+ * the UPDATE's level.  What the guard saw of that is kept here, with the
+ * level and subtransaction it was seen at, and only the BEFORE INSERT that
+ * follows at that level may take it.  It is forgotten when its statement
+ * ends, fails or is rolled back to a savepoint, so a move that did not
+ * finish (a later trigger that raised or skipped the DELETE, a failed CHECK,
+ * no partition for the new row) cannot let a later statement's row keep a
+ * number it did not earn.
+ *
  * Layer: executor hooks of the producer, below producer.c; it calls
  * attached.c and counters.c.
  *
@@ -101,6 +112,19 @@ static int	statement_level = 0;
 
 /* May the statement at this level skip a row it numbered (file header)? */
 static bool statement_may_skip = true;
+
+/* The row an UPDATE is moving between partitions, if any (file header) */
+static struct
+{
+	int			level;			/* -1: nothing seen */
+	SubTransactionId subid;
+	Oid			updating_rel;	/* BEFORE UPDATE of this tuple ... */
+	ItemPointerData updating_tid;
+	bool		armed;			/* ... then BEFORE DELETE of it */
+	text	   *stream;			/* the moving row, in TopTransactionContext */
+	text	   *resource;
+	int64		seq;
+}			move = {-1};
 
 static ExecutorRun_hook_type prev_ExecutorRun = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
@@ -205,6 +229,85 @@ provisional_check_stored(text *stream, text *resource, int64 seq,
 		*given_to = p->resource;
 	}
 	return false;
+}
+
+/*
+ * Forget the row seen moving at "level" or deeper (file header).
+ */
+static void
+move_forget(int level)
+{
+	if (move.level < level)
+		return;
+	move.level = -1;
+	move.updating_rel = InvalidOid;
+	move.armed = false;
+	move.stream = NULL;			/* TopTransactionContext frees it */
+	move.resource = NULL;
+}
+
+/*
+ * BEFORE UPDATE of a sequenced tuple: if BEFORE DELETE of the same tuple
+ * follows at this level, the UPDATE is moving it to another partition.
+ */
+void
+provisional_move_update(Oid relid, ItemPointer tid)
+{
+	move_forget(0);
+	move.level = statement_level;
+	move.subid = GetCurrentSubTransactionId();
+	move.updating_rel = relid;
+	move.updating_tid = *tid;
+}
+
+/*
+ * BEFORE DELETE of a sequenced tuple: is it the tuple whose BEFORE UPDATE
+ * fired last at this level, that is, is the UPDATE moving it?
+ */
+bool
+provisional_move_delete(Oid relid, ItemPointer tid)
+{
+	bool		moving = move.level == statement_level && !move.armed &&
+		move.updating_rel == relid && ItemPointerEquals(&move.updating_tid, tid);
+
+	move_forget(0);
+	return moving;
+}
+
+/*
+ * The row being moved carries (stream, resource, seq): the BEFORE INSERT
+ * that follows at this level may keep that number.
+ */
+void
+provisional_move_arm(text *stream, text *resource, int64 seq)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+	move.level = statement_level;
+	move.subid = GetCurrentSubTransactionId();
+	move.stream = (text *) PG_DETOAST_DATUM_COPY(PointerGetDatum(stream));
+	move.resource = (text *) PG_DETOAST_DATUM_COPY(PointerGetDatum(resource));
+	MemoryContextSwitchTo(old);
+	move.seq = seq;
+	move.armed = true;
+}
+
+/*
+ * BEFORE INSERT of a row that carries (stream, resource, seq): is it the
+ * row being moved?  The first insert at the level of the move decides:
+ * the move is forgotten either way.
+ */
+bool
+provisional_move_take(text *stream, text *resource, int64 seq)
+{
+	bool		match;
+
+	if (!move.armed || move.level != statement_level)
+		return false;
+	match = move.seq == seq && ordering_text_equal(move.stream, stream) &&
+		ordering_text_equal(move.resource, resource);
+	move_forget(0);
+	return match;
 }
 
 /*
@@ -325,12 +428,14 @@ run_statement(bool may_skip, bool bulk, void (*body) (void *), void *arg)
 	PG_TRY();
 	{
 		body(arg);
+		move_forget(statement_level);
 		if (provisionals != NIL)
 			give_back(statement_level);
 		counter_statement_end();
 	}
 	PG_CATCH();
 	{
+		move_forget(statement_level);
 		counter_statement_abandon();
 		statement_level--;
 		statement_may_skip = outer_may_skip;
@@ -483,6 +588,7 @@ provisional_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			provisionals = NIL; /* TopTransactionContext goes away */
 			awaiting_check = NIL;
+			move_forget(0);
 			break;
 		default:
 			break;
@@ -499,6 +605,8 @@ provisional_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 {
 	if (event != SUBXACT_EVENT_ABORT_SUB)
 		return;
+	if (move.level >= 0 && move.subid >= mySubid)
+		move_forget(0);
 	for (int i = list_length(provisionals) - 1; i >= 0; i--)
 	{
 		Provisional *p = list_nth(provisionals, i);

@@ -8,6 +8,8 @@
 #ifndef ORDERING_PROVISIONAL_H
 #define ORDERING_PROVISIONAL_H
 
+#include "storage/itemptr.h"
+
 extern void provisional_init(void);
 extern bool provisional_row_may_be_skipped(bool later_trigger);
 extern void provisional_record(Oid counters, text *stream, text *resource,
@@ -24,6 +26,11 @@ typedef struct Provisional
 	SubTransactionId subid;
 	bool		check_stored;	/* a later BEFORE trigger may change the row */
 } Provisional;
+
+extern void provisional_move_update(Oid relid, ItemPointer tid);
+extern bool provisional_move_delete(Oid relid, ItemPointer tid);
+extern void provisional_move_arm(text *stream, text *resource, int64 seq);
+extern bool provisional_move_take(text *stream, text *resource, int64 seq);
 
 extern Provisional *provisional_stored(void);
 extern void provisional_free(Provisional *p);
