@@ -53,10 +53,11 @@ OBJS = \
 # Installing the default version runs the 1.0 script, then every upgrade
 # script after it: a fresh install and an upgraded one are built by the same
 # statements.
-DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql sql/ordering--1.1--1.2.sql
+DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql sql/ordering--1.1--1.2.sql \
+	sql/ordering--1.2--1.3.sql
 
 REGRESS = producer producer_sql bulk_producers restore_mode restore_sweep consumer dead_letters dead_letters_below \
-	gaps stats observability metrics search_path gaps_search_path privileges hot_paths bad_input reconcile \
+	gaps stats observability metrics search_path gaps_search_path privileges public_functions hot_paths bad_input reconcile \
 	check replicated batch batch_equivalence wakeup compat own_tables citus citus_consumer surface
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering

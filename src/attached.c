@@ -63,12 +63,15 @@
 #include "access/relation.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "funcapi.h"
 #include "nodes/makefuncs.h"
+#include "miscadmin.h"
 #include "parser/parse_func.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/syscache.h"
@@ -81,6 +84,7 @@
 #include "attached.h"
 #include "citus.h"
 #include "owned_rows.h"
+#include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_sequencing_trigger);
 
@@ -405,6 +409,78 @@ attached_skip_companions(EState *estate)
 			if (trigdesc->triggers[i].tgfoid == sequence_stored_fn)
 				trigdesc->triggers[i].tgenabled = TRIGGER_DISABLED;
 	}
+}
+
+/*
+ * The owner of a table the registry has for "stream", other than "relid",
+ * whose owner's role the caller is not a member of (*other: that table); or
+ * InvalidOid.  Attaching to a stream, or raising its counters, takes numbers
+ * from it, so it belongs to whoever owns its tables (attachments.c).  Read
+ * with "snapshot" (SnapshotSelf for a caller that holds the registry's
+ * lock, so that concurrent attaches see each other).
+ */
+Oid
+attached_foreign_owner(OwnedRel *attachments, Oid relid, text *stream,
+					   Snapshot snapshot, Oid *other)
+{
+	OwnedScan	scan;
+	Oid			foreign = InvalidOid;
+
+	owned_scan_begin(attachments, &scan, NULL, 0, InvalidStrategy, (Datum) 0,
+					 snapshot);
+	while (!OidIsValid(foreign) &&
+		   owned_scan_next(&scan, ForwardScanDirection))
+	{
+		bool		isnull;
+		Oid			tbl = DatumGetObjectId(slot_getattr(scan.slot,
+														ATTACHMENTS_TBL,
+														&isnull));
+		HeapTuple	classtup;
+		Oid			owner;
+
+		if (tbl == relid ||
+			!ordering_text_equal(DatumGetTextPP(slot_getattr(scan.slot,
+															 ATTACHMENTS_STREAM,
+															 &isnull)),
+								 stream))
+			continue;
+		classtup = SearchSysCache1(RELOID, ObjectIdGetDatum(tbl));
+		if (!HeapTupleIsValid(classtup))
+			continue;			/* dropped; forget_dropped_tables() missed it */
+		owner = ((Form_pg_class) GETSTRUCT(classtup))->relowner;
+		ReleaseSysCache(classtup);
+		if (!has_privs_of_role(GetUserId(), owner))
+		{
+			foreign = owner;
+			*other = tbl;
+		}
+	}
+	owned_scan_end(&scan);
+	return foreign;
+}
+
+/*
+ * Is "rel" itself registered as attached to "stream" on these columns?
+ */
+bool
+attached_registered_as(Relation rel, const char *stream,
+					   const char *resource_column, const char *sequence_column)
+{
+	OwnedRel	attachments;
+	OwnedRow	row;
+	Datum		key[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
+	bool		registered;
+
+	owned_open(OWNED_ATTACHMENTS, AccessShareLock, &attachments);
+	registered = owned_fetch(&attachments, key, SnapshotSelf, &row) &&
+		DatumGetBool(row.values[ATTACHMENTS_ATTACHED - 1]) &&
+		strcmp(TextDatumGetCString(row.values[ATTACHMENTS_STREAM - 1]), stream) == 0 &&
+		strcmp(NameStr(*DatumGetName(row.values[ATTACHMENTS_RESOURCE_COLUMN - 1])),
+			   resource_column) == 0 &&
+		strcmp(NameStr(*DatumGetName(row.values[ATTACHMENTS_SEQUENCE_COLUMN - 1])),
+			   sequence_column) == 0;
+	owned_close(&attachments);
+	return registered;
 }
 
 /*

@@ -10,6 +10,7 @@
 
 #include "commands/trigger.h"
 #include "nodes/execnodes.h"
+#include "utils/snapshot.h"
 
 /* What the sequencing trigger learns about its table */
 typedef struct AttachedTable
@@ -29,5 +30,12 @@ extern void attached_skip_companions(EState *estate);
 extern Trigger *attached_sequencing_trigger(Relation rel);
 extern bool attached_trigger_args(Relation rel, char **resource_column,
 								  char **sequence_column, char **stream);
+extern bool attached_registered_as(Relation rel, const char *stream,
+								   const char *resource_column,
+								   const char *sequence_column);
+
+struct OwnedRel;
+extern Oid	attached_foreign_owner(struct OwnedRel *attachments, Oid relid,
+								   text *stream, Snapshot snapshot, Oid *other);
 
 #endif							/* ORDERING_ATTACHED_H */

@@ -66,9 +66,9 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "attached.h"
 #include "citus.h"
 #include "owned_rows.h"
-#include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_attachment_register);
 PG_FUNCTION_INFO_V1(ordering_attachment_unregister);
@@ -119,44 +119,20 @@ open_table(Oid relid)
 static void
 check_stream_owner(OwnedRel *attachments, Oid relid, text *stream)
 {
-	OwnedScan	scan;
+	Oid			other;
+	Oid			owner = attached_foreign_owner(attachments, relid, stream,
+											   SnapshotSelf, &other);
 
-	owned_scan_begin(attachments, &scan, NULL, 0, InvalidStrategy, (Datum) 0,
-					 SnapshotSelf);
-	while (owned_scan_next(&scan, ForwardScanDirection))
-	{
-		bool		isnull;
-		Oid			other = DatumGetObjectId(slot_getattr(scan.slot,
-														  ATTACHMENTS_TBL,
-														  &isnull));
-		text	   *other_stream;
-		HeapTuple	classtup;
-		Oid			owner;
-
-		if (other == relid)
-			continue;
-		other_stream = DatumGetTextPP(slot_getattr(scan.slot,
-												   ATTACHMENTS_STREAM,
-												   &isnull));
-		if (!ordering_text_equal(other_stream, stream))
-			continue;
-		classtup = SearchSysCache1(RELOID, ObjectIdGetDatum(other));
-		if (!HeapTupleIsValid(classtup))
-			continue;			/* dropped; forget_dropped_tables() missed it */
-		owner = ((Form_pg_class) GETSTRUCT(classtup))->relowner;
-		ReleaseSysCache(classtup);
-		if (!has_privs_of_role(GetUserId(), owner))
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("permission denied to attach relation \"%s\" to stream \"%s\"",
-							get_rel_name(relid), text_to_cstring(stream)),
-					 errdetail("Stream \"%s\" numbers the rows of relation \"%s\", owned by role \"%s\": attaching another table to it takes numbers from it.",
-							   text_to_cstring(stream), get_rel_name(other),
-							   GetUserNameFromId(owner, false)),
-					 errhint("Attach the table to a stream of its own, or have a member of role \"%s\" attach it.",
-							 GetUserNameFromId(owner, false))));
-	}
-	owned_scan_end(&scan);
+	if (OidIsValid(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to attach relation \"%s\" to stream \"%s\"",
+						get_rel_name(relid), text_to_cstring(stream)),
+				 errdetail("Stream \"%s\" numbers the rows of relation \"%s\", owned by role \"%s\": attaching another table to it takes numbers from it.",
+						   text_to_cstring(stream), get_rel_name(other),
+						   GetUserNameFromId(owner, false)),
+				 errhint("Attach the table to a stream of its own, or have a member of role \"%s\" attach it.",
+						 GetUserNameFromId(owner, false))));
 }
 
 /*

@@ -560,6 +560,57 @@ citus_last_sequence(text *stream, text *resource, int64 *seq)
 }
 
 /*
+ * Raise the counters of a distributed stream (in its counter table
+ * "counters") to the highest number of each resource of "rel", and to
+ * ordering.sequences' counters of the stream (a table attached before it
+ * was distributed), never lowering one; restore.c checked that the caller
+ * may.  Routed by Citus to the node of each counter shard, as the caller:
+ * each statement runs only where there is something to raise from, since
+ * its INSERT needs INSERT and UPDATE on the counter table even when it
+ * writes nothing, so the owner of the stream's tables, who may not write
+ * the counter table, attaches a table that holds no numbers (a new table
+ * of the stream) as on one node.
+ */
+void
+citus_raise_counters(Relation rel, text *stream, const char *resource_column,
+					 const char *sequence_column, Oid counters)
+{
+	const char *tbl = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												 RelationGetRelationName(rel));
+	const char *ctbl = quote_qualified_identifier("ordering_internal",
+												  get_rel_name(counters));
+	const char *res = quote_identifier(resource_column);
+	const char *seq = quote_identifier(sequence_column);
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1] = {PointerGetDatum(stream)};
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(psprintf("SELECT FROM %s t WHERE t.%s IS NOT NULL LIMIT 1",
+							 tbl, seq), true, 1) == SPI_OK_SELECT &&
+		SPI_processed > 0)
+		SPI_execute_with_args(psprintf("INSERT INTO %s AS c (stream, resource_id, last_seq) "
+									   "SELECT $1, t.%s, pg_catalog.max(t.%s) FROM %s t "
+									   " WHERE t.%s IS NOT NULL GROUP BY t.%s "
+									   "ON CONFLICT (stream, resource_id) DO UPDATE "
+									   "   SET last_seq = GREATEST(c.last_seq, EXCLUDED.last_seq)",
+									   ctbl, res, seq, tbl, seq, res),
+							  1, argtypes, args, NULL, false, 0);
+	if (SPI_execute_with_args("SELECT FROM ordering.sequences s"
+							  " WHERE s.stream OPERATOR(pg_catalog.=) $1 LIMIT 1",
+							  1, argtypes, args, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed > 0)
+		SPI_execute_with_args(psprintf("INSERT INTO %s AS c (stream, resource_id, last_seq) "
+									   "SELECT s.stream, s.resource_id, s.last_seq FROM ordering.sequences s "
+									   " WHERE s.stream OPERATOR(pg_catalog.=) $1 "
+									   "ON CONFLICT (stream, resource_id) DO UPDATE "
+									   "   SET last_seq = GREATEST(c.last_seq, EXCLUDED.last_seq)",
+									   ctbl),
+							  1, argtypes, args, NULL, false, 0);
+	SPI_finish();
+}
+
+/*
  * ordering_internal.lock_shard_for_relay(outbox regclass, shardid bigint)
  * returns void: the shard metadata lock of a shard of "outbox", in
  * ShareLock mode, to the end of the caller's transaction, as Citus's
@@ -586,6 +637,11 @@ ordering_lock_shard_for_relay(PG_FUNCTION_ARGS)
 	aclresult = pg_class_aclcheck(outbox, GetUserId(), ACL_UPDATE);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(outbox));
+	if (!citus_metadata_present())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("relation \"%s\" is not distributed by Citus",
+						get_rel_name(outbox))));
 
 	args[0] = Int64GetDatum(shardid);
 	args[1] = ObjectIdGetDatum(outbox);

@@ -22,5 +22,8 @@ extern void citus_check_shard_range(Relation rel, int32 hash_min,
 									text *resource);
 extern bool citus_next_sequence(text *stream, text *resource, int64 *seq);
 extern bool citus_last_sequence(text *stream, text *resource, int64 *seq);
+extern void citus_raise_counters(Relation rel, text *stream,
+								 const char *resource_column,
+								 const char *sequence_column, Oid counters);
 
 #endif							/* ORDERING_CITUS_H */

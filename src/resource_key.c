@@ -287,8 +287,18 @@ ordering_resource_key(PG_FUNCTION_ARGS)
 Datum
 ordering_check_resource_type(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	char	   *column = NameStr(*PG_GETARG_NAME(1));
+	ordering_resource_column_check(PG_GETARG_OID(0),
+								   NameStr(*PG_GETARG_NAME(1)));
+	PG_RETURN_VOID();
+}
+
+/*
+ * Refuse a resource column that does not exist or whose type's text depends
+ * on a setting we do not fix (file header).
+ */
+void
+ordering_resource_column_check(Oid relid, const char *column)
+{
 	AttrNumber	attnum = get_attnum(relid, column);
 
 	if (attnum == InvalidAttrNumber)
@@ -297,5 +307,4 @@ ordering_check_resource_type(PG_FUNCTION_ARGS)
 				 errmsg("column \"%s\" of relation \"%s\" does not exist",
 						column, get_rel_name(relid))));
 	check_type(get_atttype(relid, attnum));
-	PG_RETURN_VOID();
 }

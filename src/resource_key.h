@@ -10,5 +10,6 @@
 
 extern text *ordering_resource_key_of(Datum value, Oid typid);
 extern bool ordering_resource_key_is_value(Oid typid);
+extern void ordering_resource_column_check(Oid relid, const char *column);
 
 #endif							/* ORDERING_RESOURCE_KEY_H */

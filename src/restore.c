@@ -22,9 +22,16 @@
  * already (attached before, its counters dropped with the extension or not
  * restored).  It reads the table as the caller, who needs what attach()
  * needs (the TRIGGER privilege on it), and writes the counters through
- * counters.c, so a producer needs no write privilege on ordering.sequences;
- * the stream is the one the table's sequencing trigger names, so a caller
- * can raise no other stream's counters.  A counter is never lowered.
+ * counters.c, so a producer needs no write privilege on ordering.sequences.
+ * Since PUBLIC may call it, it checks everything attach() checks before a
+ * counter moves: the table is registered as attached to the stream its
+ * sequencing trigger names, on the trigger's columns (a trigger made by
+ * hand is not); the caller is a member of the owner's role of every other
+ * table of that stream (42501, attach()'s rule: raising a stream's counters
+ * takes numbers from it); the sequence column is a bigint (42804) and the
+ * resource column a type keyed the same under every setting.  A stream
+ * distributed by Citus has its counters on the nodes of its shards, where
+ * citus.c raises them, through Citus.  A counter is never lowered.
  *
  * Layer: SQL entry points of a restore; they call attached.c, counters.c,
  * triggers.c and the storage layer.
@@ -35,6 +42,7 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -45,8 +53,11 @@
 #include "utils/rel.h"
 
 #include "attached.h"
+#include "citus.h"
 #include "counters.h"
 #include "owned.h"
+#include "owned_rows.h"
+#include "resource_key.h"
 #include "triggers.h"
 
 PG_FUNCTION_INFO_V1(ordering_sequences_load);
@@ -115,9 +126,54 @@ seed_query(Relation rel, const char *resource_column,
 }
 
 /*
+ * Refuse to raise the counters of "stream" from "rel" unless attach() would
+ * (file header).
+ */
+static void
+check_may_seed(Relation rel, const char *stream, const char *resource_column,
+			   const char *sequence_column)
+{
+	OwnedRel	attachments;
+	text	   *stream_text = cstring_to_text(stream);
+	Oid			other;
+	Oid			owner;
+	AttrNumber	seqattno;
+
+	owned_open(OWNED_ATTACHMENTS, AccessShareLock, &attachments);
+	owner = attached_foreign_owner(&attachments, RelationGetRelid(rel),
+								   stream_text, SnapshotSelf, &other);
+	owned_close(&attachments);
+	if (OidIsValid(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to raise the counters of stream \"%s\"",
+						stream),
+				 errdetail("Stream \"%s\" numbers the rows of relation \"%s\", owned by role \"%s\".",
+						   stream, get_rel_name(other),
+						   GetUserNameFromId(owner, false))));
+	if (!attached_registered_as(rel, stream, resource_column, sequence_column))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation \"%s\" is not attached to stream \"%s\" on columns \"%s\" and \"%s\"",
+						RelationGetRelationName(rel), stream, resource_column,
+						sequence_column),
+				 errdetail("Its sequencing trigger names them, but ordering.attachments does not register it so."),
+				 errhint("Use ordering.attach().")));
+	seqattno = get_attnum(RelationGetRelid(rel), sequence_column);
+	if (seqattno == InvalidAttrNumber ||
+		get_atttype(RelationGetRelid(rel), seqattno) != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("sequence column \"%s\" of relation \"%s\" must be of type bigint",
+						sequence_column, RelationGetRelationName(rel))));
+	ordering_resource_column_check(RelationGetRelid(rel), resource_column);
+}
+
+/*
  * ordering_internal.seed_counters(tbl regclass) returns bigint: raises the
  * counter of every resource of the table to its highest number there (file
- * header); returns how many resources the table has.
+ * header); returns how many resources the table has (NULL for a stream
+ * distributed by Citus, whose resources are counted on its nodes).
  */
 Datum
 ordering_seed_counters(PG_FUNCTION_ARGS)
@@ -131,6 +187,7 @@ ordering_seed_counters(PG_FUNCTION_ARGS)
 	text	   *stream_text;
 	Portal		portal;
 	AclResult	aclresult;
+	Oid			counters;
 	int64		resources = 0;
 
 	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_TRIGGER);
@@ -144,8 +201,17 @@ ordering_seed_counters(PG_FUNCTION_ARGS)
 						RelationGetRelationName(rel)),
 				 errhint("Call ordering.attach() on it.")));
 	owned_prevent_write("ordering_internal.seed_counters()");
-	query = seed_query(rel, resource_column, sequence_column);
+	check_may_seed(rel, stream, resource_column, sequence_column);
 	stream_text = cstring_to_text(stream);
+	counters = citus_stream_counter_table(stream_text);
+	if (OidIsValid(counters))
+	{
+		citus_raise_counters(rel, stream_text, resource_column,
+							 sequence_column, counters);
+		relation_close(rel, NoLock);
+		PG_RETURN_NULL();
+	}
+	query = seed_query(rel, resource_column, sequence_column);
 	relation_close(rel, NoLock);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
