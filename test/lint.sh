@@ -13,6 +13,10 @@ ensure_packages cppcheck clang-tidy pg-bsd-indent $(pg_packages)
 
 server_inc=$("$PG_CONFIG_SYSTEM" --includedir-server)
 cd "$here"
+# the C files of the extension, one folder per subsystem (src/README.md),
+# and the include path the Makefile gives them: every folder of src/
+sources=$(find src -name '*.[ch]' | sort)
+includes=$(find src -type d | sed 's/^/-I/')
 # the version the Makefile compiles in, from ordering.control
 version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" ordering.control)
 
@@ -48,15 +52,16 @@ cppcheck --enable=warning,performance,portability --std=c99 \
 	--error-exitcode=1 --inline-suppr --quiet \
 	-I "$server_inc" --suppress=missingIncludeSystem \
 	--suppress="*:$server_inc/*" -D__GNUC__ -DUSE_ASSERT_CHECKING \
-	-DORDERING_VERSION="\"$version\"" \
+	-DORDERING_VERSION="\"$version\"" $includes \
 	src/ bench/probe/ >"$cppcheck_out" 2>&1 &
 cppcheck_pid=$!
 
 # WarningsAsErrors makes clang-tidy exit non-zero on any finding (and xargs
 # then too)
 tidy_status=0
-tidy_out=$(printf '%s\n' src/*.c bench/probe/*.c |
-	xargs -P "$(nproc)" -I{} clang-tidy --quiet {} -- -I"$server_inc" \
+# shellcheck disable=SC2086 # $includes are words
+tidy_out=$(printf '%s\n' $(grep '\.c$' <<<"$sources") bench/probe/*.c |
+	xargs -P "$(nproc)" -I{} clang-tidy --quiet {} -- $includes -I"$server_inc" \
 		-I"$(dirname "$server_inc")/internal" -D_GNU_SOURCE \
 		-DORDERING_VERSION="\"$version\"" 2>&1) || tidy_status=$?
 
@@ -76,11 +81,12 @@ echo "clang-tidy: clean"
 # return type "type *" keeps a single space).  indent must know which names
 # are types: test/typedefs.pl collects them from the server's headers and
 # ours, where pgindent would use the build farm's list.
-perl test/typedefs.pl $(find "$server_inc" -name '*.h') src/*.[ch] bench/probe/*.c >"$typedefs"
+# shellcheck disable=SC2086 # $sources are words
+perl test/typedefs.pl $(find "$server_inc" -name '*.h') $sources bench/probe/*.c >"$typedefs"
 printf '%s\n' FILE size_t ssize_t va_list uintptr_t intptr_t pid_t time_t off_t \
 	sigjmp_buf >>"$typedefs"
 unindented=0
-for f in src/*.[ch] bench/probe/*.c; do
+for f in $sources bench/probe/*.c; do
 	pg_bsd_indent -bad -bap -bbb -bc -bl -cli1 -cp33 -cdb -nce -d0 -di12 -nfc1 \
 		-i4 -l79 -lp -lpl -nip -npro -sac -tpg -ts4 -U"$typedefs" "$f" "$indented"
 	perl -0pi -e 's!^([A-Za-z_]\S*)[ \t]+\*$!$1 *!gm' "$indented"
