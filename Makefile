@@ -49,6 +49,7 @@ OBJS = \
 	src/stats/decision_log.o \
 	src/storage/owned.o \
 	src/storage/owned_rows.o \
+	src/storage/owned_tid_cache.o \
 	src/storage/parked.o \
 	src/storage/dead_letter_store.o \
 	src/storage/protect.o \

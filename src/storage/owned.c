@@ -223,14 +223,6 @@ typedef struct OwnedTableState
 static OwnedTableState owned_state[OWNED_NUM_TABLES];
 static bool owned_callback_registered = false;
 
-/*
- * What the rest of the layer forgets with a relation's relcache entry:
- * owned_rows.c sets it to its TID cache's forget when it makes the cache.
- * One relcache callback serves the whole layer: a backend has room for ten
- * (MAX_RELCACHE_CALLBACKS), and PostgreSQL and Citus take up to eight.
- */
-static OwnedForgetHook owned_forget_hook = NULL;
-
 /* Per table, the table opened instead of it for now (file header) */
 static Oid	owned_redirected[OWNED_NUM_TABLES];
 
@@ -246,7 +238,10 @@ static HTAB *owned_relid_state = NULL;
 
 /*
  * Forget what we know of a table whose relcache entry is invalidated (or of
- * every table, relid = InvalidOid).
+ * every table, relid = InvalidOid), and where its rows were found (the TID
+ * caches).  One relcache callback serves the whole layer: a backend has
+ * room for ten (MAX_RELCACHE_CALLBACKS), and PostgreSQL and Citus take up
+ * to eight.
  */
 static void
 owned_relcache_callback(Datum arg, Oid relid)
@@ -257,8 +252,7 @@ owned_relcache_callback(Datum arg, Oid relid)
 		{
 			owned_state[i].relid = InvalidOid;
 			owned_state[i].checked = false;
-			if (owned_forget_hook != NULL)
-				owned_forget_hook(relid);
+			owned_tid_cache_forget(relid);
 		}
 	}
 	if (owned_relid_state == NULL)
@@ -272,22 +266,10 @@ owned_relcache_callback(Datum arg, Oid relid)
 		while ((entry = hash_seq_search(&status)) != NULL)
 			(void) hash_search(owned_relid_state, &entry->relid, HASH_REMOVE,
 							   NULL);
-		if (owned_forget_hook != NULL)
-			owned_forget_hook(InvalidOid);
+		owned_tid_cache_forget(InvalidOid);
 	}
-	else if (hash_search(owned_relid_state, &relid, HASH_REMOVE, NULL) != NULL &&
-			 owned_forget_hook != NULL)
-		owned_forget_hook(relid);
-}
-
-/*
- * Have hook called with every relation whose relcache entry the layer's
- * callback forgets (InvalidOid: all of them); see owned_forget_hook.
- */
-void
-owned_set_forget_hook(OwnedForgetHook hook)
-{
-	owned_forget_hook = hook;
+	else if (hash_search(owned_relid_state, &relid, HASH_REMOVE, NULL) != NULL)
+		owned_tid_cache_forget(relid);
 }
 
 /*

@@ -137,63 +137,11 @@
 /* prune a page when it has less free space than this (file header) */
 #define OWNED_PRUNE_FREE		(BLCKSZ / 8)
 
-/*
- * Entries of the TID cache (a power of two), in sets of OWNED_TID_CACHE_WAYS:
- * 16 bytes each, 512 kB per backend that uses the tables (allocated on first
- * use), enough for nearly every row of 10,000 busy resources to be found
- * without the index.  Eight ways, not two: with two, the 10,000 keys spread
- * over 16,384 sets put 13% of them in a set of three or more, where each
- * evicts the next in turn and every lookup of them descends the btree
- * (bench/RESULTS.md, "batch100 per row"); with eight, fewer than 0.5% are
- * in a set of nine or more.
- */
-#define OWNED_TID_CACHE_SIZE	32768
-#define OWNED_TID_CACHE_WAYS	8
-
 /* field4 of our key locks: users' advisory locks use 1 and 2 */
 #define OWNED_LOCK_FIELD4_BASE	0x4F00
 
 /* keyed tables have this many key columns */
 #define OWNED_KEYED_NKEYS		2
-
-typedef struct OwnedTidSlot
-{
-	uint32		hashcheck;		/* high half of the key's hash */
-	Oid			relid;			/* InvalidOid: empty slot */
-	ItemPointerData tid;		/* root of the row's HOT chain */
-} OwnedTidSlot;
-
-static OwnedTidSlot *owned_tid_cache = NULL;
-
-/* The same for parked events, by (consumer, resource, seq): file header */
-#define OWNED_PARKED_CACHE_SIZE	16384
-
-static OwnedTidSlot *owned_parked_cache = NULL;
-
-/*
- * Forget the cached TIDs of a table (relid), or of all (InvalidOid), in
- * one cache of "size" entries, if it was made.
- */
-static void
-cache_forget_in(OwnedTidSlot *cache, int size, Oid relid)
-{
-	if (cache != NULL)
-		for (int i = 0; i < size; i++)
-			if (relid == InvalidOid || cache[i].relid == relid)
-				cache[i].relid = InvalidOid;
-}
-
-/*
- * Forget the cached TIDs of a table (relid), or of all (InvalidOid): called
- * when a relcache entry is invalidated, which a new relfilenode always is
- * (owned.c's relcache callback, through the hook set when the cache is made).
- */
-static void
-owned_tid_cache_forget(Oid relid)
-{
-	cache_forget_in(owned_tid_cache, OWNED_TID_CACHE_SIZE, relid);
-	cache_forget_in(owned_parked_cache, OWNED_PARKED_CACHE_SIZE, relid);
-}
 
 /*
  * The 64-bit hash of a two-text key: the TID cache's key and the key
@@ -215,50 +163,6 @@ key_hash(const Datum *key)
 }
 
 /*
- * Make way "way" of a cache set its first (most recently found) entry, the
- * entries before it moving down one.
- */
-static inline void
-cache_move_to_front(OwnedTidSlot *set, int way)
-{
-	OwnedTidSlot tmp = set[way];
-
-	memmove(&set[1], &set[0], way * sizeof(OwnedTidSlot));
-	set[0] = tmp;
-}
-
-/*
- * Remember a TID in a cache set, as its most recently found entry: it
- * replaces an entry of the same key (a new root after an update that left
- * the HOT chain), else an empty one, else the least recently found.
- */
-static void
-cache_remember_in(OwnedTidSlot *set, Relation rel, uint64 hash,
-				  ItemPointer root)
-{
-	Oid			relid = RelationGetRelid(rel);
-	uint32		hashcheck = (uint32) (hash >> 32);
-	int			way = -1;
-
-	for (int i = 0; i < OWNED_TID_CACHE_WAYS; i++)
-	{
-		if (set[i].relid == relid && set[i].hashcheck == hashcheck)
-		{
-			way = i;
-			break;
-		}
-		if (way < 0 && set[i].relid == InvalidOid)
-			way = i;
-	}
-	if (way < 0)
-		way = OWNED_TID_CACHE_WAYS - 1;
-	cache_move_to_front(set, way);
-	set[0].relid = relid;
-	set[0].hashcheck = hashcheck;
-	set[0].tid = *root;
-}
-
-/*
  * The 64-bit hash of a parked event's key and seq: its key in the parked
  * events' TID cache.
  */
@@ -270,41 +174,12 @@ parked_hash(const Datum *key, int64 seq)
 }
 
 /*
- * The set of a hash in a cache of "size" entries (OWNED_TID_CACHE_WAYS
- * entries, the most recently found first).  The cache is allocated on
- * first use: a backend that never touches the tables pays nothing for it.
- */
-static inline OwnedTidSlot *
-cache_set_in(OwnedTidSlot **cache, int size, uint64 hash)
-{
-	if (*cache == NULL)
-	{
-		*cache = MemoryContextAllocZero(TopMemoryContext,
-										sizeof(OwnedTidSlot) * size);
-		owned_set_forget_hook(owned_tid_cache_forget);
-	}
-	return &(*cache)[(hash & (size / OWNED_TID_CACHE_WAYS - 1)) * OWNED_TID_CACHE_WAYS];
-}
-
-/*
- * The cache set of a key, in the cache of the table's rows: parked events
- * have one of their own.
- */
-static OwnedTidSlot *
-cache_set_of(OwnedTableId id, uint64 hash)
-{
-	if (id == OWNED_PARKED)
-		return cache_set_in(&owned_parked_cache, OWNED_PARKED_CACHE_SIZE, hash);
-	return cache_set_in(&owned_tid_cache, OWNED_TID_CACHE_SIZE, hash);
-}
-
-/*
  * The cache set of a key of ordering.sequences or ordering.positions.
  */
 static OwnedTidSlot *
 cache_set(uint64 hash)
 {
-	return cache_set_of(OWNED_POSITIONS, hash);
+	return owned_tid_cache_set(OWNED_POSITIONS, hash);
 }
 
 /*
@@ -315,7 +190,8 @@ cache_remember(Relation rel, uint64 hash, ItemPointer root)
 {
 	if (!ORDERING_FAST_PATHS)
 		return;
-	cache_remember_in(cache_set(hash), rel, hash, root);
+	owned_tid_cache_remember(cache_set(hash), RelationGetRelid(rel), hash,
+							 root);
 }
 
 /*
@@ -475,7 +351,7 @@ fetch_cached(OwnedRel *orel, const Datum *key, uint64 hash, Snapshot snapshot,
 
 	if (!ORDERING_FAST_PATHS)
 		return false;
-	set = cache_set_of(orel->id, hash);
+	set = owned_tid_cache_set(orel->id, hash);
 	for (int way = 0; way < OWNED_TID_CACHE_WAYS; way++)
 	{
 		OwnedTidSlot *slot = &set[way];
@@ -493,7 +369,7 @@ fetch_cached(OwnedRel *orel, const Datum *key, uint64 hash, Snapshot snapshot,
 		if (found)
 		{
 			if (way > 0)
-				cache_move_to_front(set, way);
+				owned_tid_cache_found(set, way);
 			return true;
 		}
 		slot->relid = InvalidOid;	/* stale: forget it */
@@ -784,8 +660,9 @@ insert_row(OwnedRel *orel, Datum *values, bool *nulls)
 		uint64		hash = parked_hash(values,
 									   DatumGetInt64(values[PARKED_SEQ - 1]));
 
-		cache_remember_in(cache_set_of(OWNED_PARKED, hash), orel->rel, hash,
-						  &tuple->t_self);
+		owned_tid_cache_remember(owned_tid_cache_set(OWNED_PARKED, hash),
+								 RelationGetRelid(orel->rel), hash,
+								 &tuple->t_self);
 	}
 	heap_freetuple(tuple);
 }
