@@ -127,7 +127,6 @@
 #include "as_owner.h"
 #include "citus.h"
 #include "compat.h"
-#include "counters.h"
 #include "plans.h"
 
 /*
@@ -511,52 +510,36 @@ counter_statement(Oid counters, const char *sql, text *stream,
 }
 
 /*
- * next_sequence() of a distributed stream (file header): true, with the
- * number in *seq, if the stream is distributed; false if its counters are
- * in ordering.sequences.  An upsert of the counter row, which Citus routes
- * to the node of its shard, in the caller's transaction.
+ * next_sequence() of a stream distributed by Citus, whose counter table is
+ * "counters" (file header): an upsert of the counter row, which Citus
+ * routes to the node of its shard, in the caller's transaction.  counters.c
+ * asks first whether a statement of ours holds the counter.
  */
-bool
-citus_next_sequence(text *stream, text *resource, int64 *seq)
+int64
+citus_counter_next(Oid counters, text *stream, text *resource)
 {
-	Oid			counters = citus_stream_counter_table(stream);
-
-	if (!OidIsValid(counters))
-		return false;
-	/* a statement of ours holds it: its row is behind (counters.c) */
-	if (counter_next_held(stream, resource, seq))
-		return true;
-	*seq = counter_statement(counters,
+	return counter_statement(counters,
 							 "INSERT INTO %s AS c (stream, resource_id, last_seq) "
 							 "VALUES ($1, $2, 1) "
 							 "ON CONFLICT (stream, resource_id) DO UPDATE "
 							 "   SET last_seq = c.last_seq OPERATOR(pg_catalog.+) 1 "
 							 "RETURNING c.last_seq",
 							 stream, resource, false);
-	return true;
 }
 
 /*
- * last_sequence() of a distributed stream: true, with the number in *seq
- * (0 if none), if the stream is distributed; false if its counters are in
- * ordering.sequences.  The caller has checked that its caller may run
+ * last_sequence() of a stream distributed by Citus (0 if the resource has
+ * no counter).  The caller has checked that its caller may run
  * last_sequence().
  */
-bool
-citus_last_sequence(text *stream, text *resource, int64 *seq)
+int64
+citus_counter_last(Oid counters, text *stream, text *resource)
 {
-	Oid			counters = citus_stream_counter_table(stream);
-
-	if (!OidIsValid(counters))
-		return false;
-	if (counter_last_held(stream, resource, seq))
-		return true;
-	*seq = counter_statement(counters,
+	return counter_statement(counters,
 							 "SELECT c.last_seq FROM %s c "
 							 " WHERE c.stream OPERATOR(pg_catalog.=) $1 "
 							 "   AND c.resource_id OPERATOR(pg_catalog.=) $2",
 							 stream, resource, true);
-	return true;
 }
 
 /*

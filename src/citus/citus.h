@@ -20,8 +20,8 @@ extern Oid	citus_counter_shard(Relation rel, Trigger *trigger, Oid *logical,
 extern void citus_check_shard_range(Relation rel, int32 hash_min,
 									int32 hash_max, AttrNumber resattno,
 									text *resource);
-extern bool citus_next_sequence(text *stream, text *resource, int64 *seq);
-extern bool citus_last_sequence(text *stream, text *resource, int64 *seq);
+extern int64 citus_counter_next(Oid counters, text *stream, text *resource);
+extern int64 citus_counter_last(Oid counters, text *stream, text *resource);
 extern void citus_raise_counters(Relation rel, text *stream,
 								 const char *resource_column,
 								 const char *sequence_column, Oid counters);

@@ -370,6 +370,20 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text,
 }
 
 /*
+ * Refuse a row that the counters of its table do not count: on a shard of a
+ * distributed table, whose counters are a counter shard, its resource must
+ * hash into the shard's range (citus.c).
+ */
+void
+attached_check_resource(Relation rel, const AttachedTable *table,
+						AttrNumber resattno, text *resource)
+{
+	if (OidIsValid(table->counters))
+		citus_check_shard_range(rel, table->hash_min, table->hash_max,
+								resattno, resource);
+}
+
+/*
  * A statement that cannot skip a row by ON CONFLICT is about to run
  * (provisional.c): in its own copies of its result relations' triggers
  * (InitResultRelInfo() copies them for each statement), turn off the

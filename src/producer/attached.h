@@ -26,6 +26,8 @@ typedef struct AttachedTable
 
 extern void attached_check(Relation rel, Trigger *trigger, text *stream,
 						   AttachedTable *table);
+extern void attached_check_resource(Relation rel, const AttachedTable *table,
+									AttrNumber resattno, text *resource);
 extern void attached_skip_companions(EState *estate);
 extern Trigger *attached_sequencing_trigger(Relation rel);
 extern bool attached_trigger_args(Relation rel, char **resource_column,

@@ -46,6 +46,7 @@
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 
+#include "citus.h"
 #include "counters.h"
 #include "owned_rows.h"
 #include "statement_counters.h"
@@ -384,7 +385,7 @@ counter_give_back_in(Oid counters, text *stream, text *resource, int64 seq)
  * would have seen its writes: those taken after the command that last
  * changed it.
  */
-int64
+static int64
 counter_last(text *stream, text *resource)
 {
 	Snapshot	snapshot;
@@ -423,16 +424,16 @@ counter_last(text *stream, text *resource)
 }
 
 /*
- * next_sequence() or last_sequence() of a stream whose counter table the
- * caller cannot name (citus.c: a distributed stream, whose trigger holds
- * the counter of a shard of it): true, with the next number taken or the
- * last one, if a statement of this backend holds the counter of (stream,
- * resource), else false.  The held counter is the truth (its row is behind
- * it until the statement ends, and locked by us): an upsert or a read of the
- * row would hand out a number again or miss some.  The last one follows
- * counter_last()'s rule on snapshots.
+ * next_sequence() or last_sequence() of a stream distributed by Citus,
+ * whose counter table the caller can name only as the distributed table
+ * (the trigger holds the counter of a shard of it): true, with the next
+ * number taken or the last one, if a statement of this backend holds the
+ * counter of (stream, resource), else false.  The held counter is the
+ * truth (its row is behind it until the statement ends, and locked by us):
+ * an upsert or a read of the row would hand out a number again or miss
+ * some.  The last one follows counter_last()'s rule on snapshots.
  */
-bool
+static bool
 counter_next_held(text *stream, text *resource, int64 *seq)
 {
 	PendingCounter *pc;
@@ -447,7 +448,7 @@ counter_next_held(text *stream, text *resource, int64 *seq)
 /*
  * last_sequence()'s half of counter_next_held().
  */
-bool
+static bool
 counter_last_held(text *stream, text *resource, int64 *seq)
 {
 	PendingCounter *pc;
@@ -462,6 +463,45 @@ counter_last_held(text *stream, text *resource, int64 *seq)
 		return false;
 	*seq = pc->last;
 	return true;
+}
+
+/*
+ * ordering.next_sequence() of (stream, resource): the next number from the
+ * stream's counters, in ordering.sequences, or, for a stream Citus
+ * distributes, in its counter table through Citus (citus.c), unless a
+ * statement of ours holds the counter.
+ */
+int64
+counter_next_of_stream(text *stream, text *resource)
+{
+	Oid			counters = citus_stream_counter_table(stream);
+	int64		seq;
+
+	if (!OidIsValid(counters))
+		return counter_next_in(InvalidOid, stream, resource);
+	if (counter_next_held(stream, resource, &seq))
+		return seq;
+	return citus_counter_next(counters, stream, resource);
+}
+
+/*
+ * ordering.last_sequence() of (stream, resource): the highest number
+ * allocated that the caller's snapshot sees, in the stream's counters
+ * wherever they are (see counter_next_of_stream()).  A distributed
+ * stream's counters are read as their owner: the executor checked EXECUTE
+ * on last_sequence(), as the function wants.
+ */
+int64
+counter_last_of_stream(text *stream, text *resource)
+{
+	Oid			counters = citus_stream_counter_table(stream);
+	int64		seq;
+
+	if (!OidIsValid(counters))
+		return counter_last(stream, resource);
+	if (counter_last_held(stream, resource, &seq))
+		return seq;
+	return citus_counter_last(counters, stream, resource);
 }
 
 /*

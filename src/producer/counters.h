@@ -32,9 +32,8 @@ extern int64 counter_take_row_in(Oid counters, text *stream, text *resource,
 extern void counter_raise(text *stream, text *resource, int64 seq);
 extern bool counter_give_back_in(Oid counters, text *stream, text *resource,
 								 int64 seq);
-extern int64 counter_last(text *stream, text *resource);
-extern bool counter_next_held(text *stream, text *resource, int64 *seq);
-extern bool counter_last_held(text *stream, text *resource, int64 *seq);
+extern int64 counter_next_of_stream(text *stream, text *resource);
+extern int64 counter_last_of_stream(text *stream, text *resource);
 extern void counter_report_stored(text *stream, text *resource, int64 n);
 
 extern void counter_statement_begin(bool bulk);
@@ -42,12 +41,6 @@ extern void counter_statement_end(void);
 extern void counter_statement_abandon(void);
 extern bool counter_any_held(void);
 extern void counter_before_commit(void);
-
-static inline int64
-counter_next(text *stream, text *resource)
-{
-	return counter_next_in(InvalidOid, stream, resource);
-}
 
 static inline bool
 counter_give_back(text *stream, text *resource, int64 seq)

@@ -66,7 +66,6 @@
 #include "utils/rel.h"
 
 #include "attached.h"
-#include "citus.h"
 #include "counters.h"
 #include "owned.h"
 #include "provisional.h"
@@ -396,9 +395,8 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 		shape->checked = true;
 	}
 	table = shape->table;
-	if (OidIsValid(table.counters))
-		citus_check_shard_range(trigdata->tg_relation, table.hash_min,
-								table.hash_max, row.resattno, row.resource);
+	attached_check_resource(trigdata->tg_relation, &table, row.resattno,
+							row.resource);
 	if (table.wake_relays)
 		ordering_wakeup_arm(row.stream);
 
@@ -597,9 +595,7 @@ ordering_next_sequence(PG_FUNCTION_ARGS)
 	owned_prevent_write("ordering.next_sequence()");
 	if (ordering_restoring)
 		refuse_while_restoring("sequence numbers");
-	/* a distributed stream's counter is on the node of its shard */
-	if (!citus_next_sequence(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1), &seq))
-		seq = counter_next(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1));
+	seq = counter_next_of_stream(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1));
 	ordering_stats_sequence_assigned(text_to_cstring(PG_GETARG_TEXT_PP(0)), 1);
 	ordering_stats_hot_resource('s', text_to_cstring(PG_GETARG_TEXT_PP(0)),
 								text_to_cstring(PG_GETARG_TEXT_PP(1)), 1);
@@ -608,16 +604,11 @@ ordering_next_sequence(PG_FUNCTION_ARGS)
 
 /*
  * ordering.last_sequence(stream text, resource_id text) returns bigint: the
- * highest number allocated that the caller's snapshot sees (counters.c; for a
- * stream distributed by Citus, citus.c).
+ * highest number allocated that the caller's snapshot sees (counters.c).
  */
 Datum
 ordering_last_sequence(PG_FUNCTION_ARGS)
 {
-	text	   *stream;
-	text	   *resource;
-	int64		seq;
-
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -626,15 +617,6 @@ ordering_last_sequence(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("resource_id must not be null")));
-	stream = PG_GETARG_TEXT_PP(0);
-	resource = PG_GETARG_TEXT_PP(1);
-
-	/*
-	 * A distributed stream keeps its counters next to its shards (citus.c);
-	 * the executor checked EXECUTE on last_sequence(), as it wants.
-	 */
-	if (citus_last_sequence(stream, resource, &seq))
-		PG_RETURN_INT64(seq);
-
-	PG_RETURN_INT64(counter_last(stream, resource));
+	PG_RETURN_INT64(counter_last_of_stream(PG_GETARG_TEXT_PP(0),
+										   PG_GETARG_TEXT_PP(1)));
 }
