@@ -31,6 +31,7 @@ OBJS = \
 	src/producer/standbys.o \
 	src/producer/antientropy.o \
 	src/consumer/consumer.o \
+	src/consumer/call.o \
 	src/consumer/batch.o \
 	src/consumer/handlers.o \
 	src/consumer/dead_letters.o \
@@ -42,6 +43,7 @@ OBJS = \
 	src/gaps/worker.o \
 	src/citus/citus.o \
 	src/citus/citus_meta.o \
+	src/citus/citus_consumers.o \
 	src/stats/stats.o \
 	src/stats/stats_shmem.o \
 	src/stats/stats_views.o \

@@ -63,28 +63,12 @@
 
 #include "batch.h"
 #include "consumer.h"
-#include "consumer_citus.h"
 #include "consumer_srf.h"
 #include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_deliver_batch);
 PG_FUNCTION_INFO_V1(ordering_deliver_batch_handler);
 PG_FUNCTION_INFO_V1(ordering_apply_batch);
-
-/*
- * The ord of each event of the batch being run, when it is a part of a
- * larger batch (consumer_citus.c); NULL: its position in the arrays.
- */
-const int32 *batch_ords = NULL;
-
-/*
- * The ord of event i (0-based) of the batch being run.
- */
-static inline int32
-batch_ord(int i)
-{
-	return batch_ords != NULL ? batch_ords[i] : i + 1;
-}
 
 /* A batch as handed in, checked */
 typedef struct Batch
@@ -95,7 +79,19 @@ typedef struct Batch
 	BatchEvent *events;			/* in input order */
 	int		   *order;			/* indexes into events, in deciding order */
 	int			current;		/* the event at hand, for the error context */
+	const int32 *ords;			/* a part of a larger batch (its call's
+								 * ConsumerCall.ords), else NULL */
 } Batch;
+
+/*
+ * The ord of event i (0-based) of a batch: its position in the arrays, or
+ * in the whole batch that it is a part of.
+ */
+static inline int32
+batch_ord(const Batch *batch, int i)
+{
+	return batch->ords != NULL ? batch->ords[i] : i + 1;
+}
 
 /* A row of deliver_batch()'s result */
 typedef struct BatchRow
@@ -124,7 +120,7 @@ batch_error_context(void *arg)
 	Batch	   *batch = (Batch *) arg;
 
 	if (batch->current >= 0)
-		errcontext("event %d of the batch", batch_ord(batch->current));
+		errcontext("event %d of the batch", batch_ord(batch, batch->current));
 }
 
 /*
@@ -222,6 +218,7 @@ batch_read(FunctionCallInfo fcinfo, bool with_payloads, Batch *batch)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("consumer must not be null")));
 	batch->consumer = PG_GETARG_TEXT_PP(0);
+	batch->ords = NULL;
 	batch->n = batch_array(fcinfo, 1, "resource_ids", TEXTOID, -1, false,
 						   TYPALIGN_INT, &ids, &idnulls);
 	nseqs = batch_array(fcinfo, 2, "seqs", INT8OID, sizeof(int64),
@@ -299,18 +296,17 @@ batch_output_add(BatchOutput *out, int i, const ReadyList *ready)
 
 /*
  * Deliver the events of a batch in deciding order (file header), each as
- * deliver() would, with the tables opened once.  With a handler (hc) it
+ * deliver() would, with the tables its call opened once.  With a handler (hc) it
  * runs on the ready events; without, "out" collects them.  Returns how
  * many events were ready (with a handler: ran).
  */
 static int64
-batch_deliver(Batch *batch, HandlerCache *hc, bool dead_lettering,
-			  BatchOutput *out)
+batch_deliver(ConsumerCall *call, Batch *batch, HandlerCache *hc,
+			  bool dead_lettering, BatchOutput *out)
 {
 	MemoryContext call_cxt = CurrentMemoryContext;
 	MemoryContext event_cxt;
 	ErrorContextCallback callback;
-	DeliverTables tables;
 	ReadyList	ready;
 	int64		total = 0;
 
@@ -321,8 +317,6 @@ batch_deliver(Batch *batch, HandlerCache *hc, bool dead_lettering,
 	ready.size = 0;
 	ready.cxt = out != NULL ? call_cxt : event_cxt;
 
-	consumer_open_deliver(&tables);
-	consumer_route_confirm(batch->consumer);
 	batch_push_context(batch, &callback);
 	for (int k = 0; k < batch->n; k++)
 	{
@@ -331,7 +325,7 @@ batch_deliver(Batch *batch, HandlerCache *hc, bool dead_lettering,
 
 		batch->current = i;
 		MemoryContextSwitchTo(event_cxt);
-		total += consumer_deliver_event(&tables, batch->name, batch->consumer,
+		total += consumer_deliver_event(call, batch->name, batch->consumer,
 										event->resource, event->seq,
 										event->payload, event->isnull, &ready,
 										hc, dead_lettering);
@@ -348,7 +342,6 @@ batch_deliver(Batch *batch, HandlerCache *hc, bool dead_lettering,
 		MemoryContextReset(event_cxt);
 	}
 	error_context_stack = callback.previous;
-	consumer_close_deliver(&tables);
 	MemoryContextDelete(event_cxt);
 	return total;
 }
@@ -365,23 +358,26 @@ Datum
 ordering_deliver_batch(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ConsumerCall call;
 	Batch		batch;
 	BatchOutput out;
 	Datum		routed;
 
 	batch_read(fcinfo, true, &batch);
-	owned_prevent_write("ordering.deliver_batch()");
-	if (consumer_batch_routed(fcinfo, DIST_DELIVER_BATCH,
-							  batch.events, batch.n, &routed))
+	if (!consumer_call_begin_batch(&call, fcinfo, CONSUMER_OP_DELIVER_BATCH,
+								   "ordering.deliver_batch()", batch.consumer,
+								   batch.events, batch.n,
+								   CALL_PARKED | CALL_ROWS, &routed))
 		return routed;
-	consumer_materialize(fcinfo);
+	batch.ords = call.ords;
 
 	out.first = palloc(sizeof(int) * Max(batch.n, 1));
 	out.count = palloc(sizeof(int) * Max(batch.n, 1));
 	out.size = Max(batch.n, 8);
 	out.rows = palloc(sizeof(BatchRow) * out.size);
 	out.n = 0;
-	(void) batch_deliver(&batch, NULL, false, &out);
+	(void) batch_deliver(&call, &batch, NULL, false, &out);
+	consumer_call_end(&call);
 
 	for (int i = 0; i < batch.n; i++)
 	{
@@ -390,7 +386,7 @@ ordering_deliver_batch(PG_FUNCTION_ARGS)
 			Datum		values[3];
 			bool		nulls[3] = {false, false, out.rows[j].isnull};
 
-			values[0] = Int32GetDatum(batch_ord(i));
+			values[0] = Int32GetDatum(batch_ord(&batch, i));
 			values[1] = Int64GetDatum(out.rows[j].seq);
 			values[2] = out.rows[j].payload;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
@@ -411,6 +407,7 @@ ordering_deliver_batch(PG_FUNCTION_ARGS)
 Datum
 ordering_deliver_batch_handler(PG_FUNCTION_ARGS)
 {
+	ConsumerCall call;
 	Batch		batch;
 	HandlerCache *hc;
 	bool		dead_lettering;
@@ -420,11 +417,15 @@ ordering_deliver_batch_handler(PG_FUNCTION_ARGS)
 	batch_read(fcinfo, true, &batch);
 	hc = handler_lookup(fcinfo, 4);
 	dead_lettering = handler_dead_lettering(fcinfo, 5);
-	owned_prevent_write("ordering.deliver_batch()");
-	if (consumer_batch_routed(fcinfo, DIST_DELIVER_BATCH_HANDLER,
-							  batch.events, batch.n, &routed))
+	if (!consumer_call_begin_batch(&call, fcinfo,
+								   CONSUMER_OP_DELIVER_BATCH_HANDLER,
+								   "ordering.deliver_batch()", batch.consumer,
+								   batch.events, batch.n, CALL_PARKED,
+								   &routed))
 		return routed;
-	ran = batch_deliver(&batch, hc, dead_lettering, NULL);
+	batch.ords = call.ords;
+	ran = batch_deliver(&call, &batch, hc, dead_lettering, NULL);
+	consumer_call_end(&call);
 	if (ran > PG_INT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
@@ -447,22 +448,20 @@ ordering_apply_batch(PG_FUNCTION_ARGS)
 	MemoryContext call_cxt = CurrentMemoryContext;
 	MemoryContext event_cxt;
 	ErrorContextCallback callback;
+	ConsumerCall call;
 	Batch		batch;
-	OwnedRel	positions;
 	bool	   *applied;
 	Datum		routed;
 
 	batch_read(fcinfo, false, &batch);
-	owned_prevent_write("ordering.apply_batch()");
-	if (consumer_batch_routed(fcinfo, DIST_APPLY_BATCH,
-							  batch.events, batch.n, &routed))
+	if (!consumer_call_begin_batch(&call, fcinfo, CONSUMER_OP_APPLY_BATCH,
+								   "ordering.apply_batch()", batch.consumer,
+								   batch.events, batch.n, CALL_ROWS, &routed))
 		return routed;
-	consumer_materialize(fcinfo);
+	batch.ords = call.ords;
 	applied = palloc(sizeof(bool) * Max(batch.n, 1));
 	event_cxt = batch_event_context(call_cxt);
 
-	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
-	consumer_route_confirm(batch.consumer);
 	batch_push_context(&batch, &callback);
 	for (int k = 0; k < batch.n; k++)
 	{
@@ -471,19 +470,19 @@ ordering_apply_batch(PG_FUNCTION_ARGS)
 
 		batch.current = i;
 		MemoryContextSwitchTo(event_cxt);
-		applied[i] = consumer_apply_event(&positions, batch.name,
+		applied[i] = consumer_apply_event(&call.positions, batch.name,
 										  batch.consumer, event->resource,
 										  event->seq);
 		MemoryContextSwitchTo(call_cxt);
 		MemoryContextReset(event_cxt);
 	}
 	error_context_stack = callback.previous;
-	owned_close(&positions);
+	consumer_call_end(&call);
 	MemoryContextDelete(event_cxt);
 
 	for (int i = 0; i < batch.n; i++)
 	{
-		Datum		values[2] = {Int32GetDatum(batch_ord(i)), BoolGetDatum(applied[i])};
+		Datum		values[2] = {Int32GetDatum(batch_ord(&batch, i)), BoolGetDatum(applied[i])};
 		bool		nulls[2] = {false, false};
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -24,12 +24,6 @@ typedef struct BatchEvent
 	bool		isnull;			/* the payload's */
 } BatchEvent;
 
-/*
- * The ords of a part of a distributed consumer's batch in the whole batch,
- * set by its call on the resource's node (consumer_call.c), or NULL
- */
-extern const int32 *batch_ords;
-
 extern PGDLLEXPORT Datum ordering_deliver_batch(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum ordering_deliver_batch_handler(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum ordering_apply_batch(PG_FUNCTION_ARGS);

@@ -92,7 +92,6 @@
 #include "utils/tuplestore.h"
 
 #include "consumer.h"
-#include "consumer_citus.h"
 #include "consumer_srf.h"
 #include "dead_letter_store.h"
 #include "decision_log.h"
@@ -104,63 +103,6 @@ PG_FUNCTION_INFO_V1(ordering_deliver);
 PG_FUNCTION_INFO_V1(ordering_deliver_handler);
 PG_FUNCTION_INFO_V1(ordering_position);
 PG_FUNCTION_INFO_V1(ordering_skip_gap);
-
-/*
- * Check a consumer name: not empty, not too long (SQLSTATE 22023).
- */
-void
-consumer_check_consumer(text *consumer)
-{
-	if (VARSIZE_ANY_EXHDR(consumer) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("consumer must not be empty")));
-	owned_check_key_length(consumer, "consumer");
-}
-
-/*
- * Check a sequence number handed in: at least 1 (SQLSTATE 22023).
- */
-void
-consumer_check_seq(int64 seq)
-{
-	if (seq < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("sequence number must be positive, got " INT64_FORMAT,
-						seq)));
-}
-
-/*
- * Check the (consumer, resource_id [, seq]) arguments common to the
- * consumer functions: NULL is SQLSTATE 22004, a bad value 22023.
- */
-void
-consumer_key_args(FunctionCallInfo fcinfo, text **consumer, text **resource,
-				  int64 *seq)
-{
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("consumer must not be null")));
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("resource_id must not be null")));
-	if (seq != NULL && PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("seq must not be null")));
-	*consumer = PG_GETARG_TEXT_PP(0);
-	*resource = PG_GETARG_TEXT_PP(1);
-	consumer_check_consumer(*consumer);
-	owned_check_key_length(*resource, "resource_id");
-	if (seq != NULL)
-	{
-		*seq = PG_GETARG_INT64(2);
-		consumer_check_seq(*seq);
-	}
-}
 
 /*
  * The payload argument, detoasted: it may be returned as it is, and a
@@ -531,18 +473,21 @@ consumer_finish_run(KeyDecision *kd, OwnedRel *positions, HandlerCache *hc,
 		block.ready = NULL;
 		owned_advance(positions, kd->key, decide_block, &block, &row);
 		if (retrying && ran > 0)
-			dead_letter_remove(kd->key);
-		dead_letter_put(kd->parked, kd->key, &ready->events[ran],
+			dead_letter_remove(kd->tables[OWNED_DEAD_LETTERS], kd->key);
+		dead_letter_put(kd->tables[OWNED_DEAD_LETTERS], kd->parked, kd->key,
+						&ready->events[ran],
 						unpack_sql_state(failure->sqlerrcode), failure->message,
 						failure->detail);
 		kd->end = block.seq - 1;
-		parked_settle_gap(kd->key, kd->end, true);
+		parked_settle_gap(kd->tables[OWNED_GAP_REQUESTS], kd->key, kd->end,
+						  true);
 		return ran;
 	}
 	if (retrying)
-		dead_letter_remove(kd->key);
+		dead_letter_remove(kd->tables[OWNED_DEAD_LETTERS], kd->key);
 	if (kd->had_parked)
-		parked_settle_gap(kd->key, kd->end, !kd->beyond);
+		parked_settle_gap(kd->tables[OWNED_GAP_REQUESTS], kd->key, kd->end,
+						  !kd->beyond);
 	return ran;
 }
 
@@ -577,36 +522,16 @@ count_run(const char *name, int n, int ran, int first_drained)
 }
 
 /*
- * Open the tables a deliver() works on, for the whole call: a batch opens
- * them once for all its events.
- */
-void
-consumer_open_deliver(DeliverTables *tables)
-{
-	owned_open(OWNED_POSITIONS, RowExclusiveLock, &tables->positions);
-	owned_open(OWNED_PARKED, RowExclusiveLock, &tables->parked);
-}
-
-/*
- * Close what consumer_open_deliver() opened (the locks stay).
- */
-void
-consumer_close_deliver(DeliverTables *tables)
-{
-	owned_close(&tables->parked);
-	owned_close(&tables->positions);
-}
-
-/*
- * The decision of deliver() and what follows it: applies, parks or ignores
- * the event, runs the handler (hc, or NULL for the table form) and counts,
- * for the consumer named "name" (its text "consumer").  The one
+ * The decision of deliver() and what follows it, in a call whose frame
+ * holds ordering.positions and ordering.parked open: applies, parks or
+ * ignores the event, runs the handler (hc, or NULL for the table form) and
+ * counts, for the consumer named "name" (its text "consumer").  The one
  * implementation of deliver(): the single call and a batch (batch.c) run it
  * for each event.  Returns how many events are ready (or, with a handler,
  * ran); "ready" holds them.
  */
 int
-consumer_deliver_event(DeliverTables *tables, const char *name,
+consumer_deliver_event(ConsumerCall *call, const char *name,
 					   text *consumer, text *resource, int64 seq,
 					   Datum payload, bool payload_isnull, ReadyList *ready,
 					   HandlerCache *hc, bool dead_lettering)
@@ -619,9 +544,10 @@ consumer_deliver_event(DeliverTables *tables, const char *name,
 	kd.seq = seq;
 	kd.payload = payload;
 	kd.payload_isnull = payload_isnull;
-	kd.parked = &tables->parked;
+	kd.parked = &call->parked;
+	kd.tables = call->tables;
 	kd.ready = ready;
-	consumer_decide(decide_deliver, &kd, &tables->positions);
+	consumer_decide(decide_deliver, &kd, &call->positions);
 
 	switch (kd.plan)
 	{
@@ -643,14 +569,14 @@ consumer_deliver_event(DeliverTables *tables, const char *name,
 					 errhint("Redeliver the event later, or give up on the missing events with ordering.skip_gap().")));
 			break;
 		case PLAN_PARK:
-			parked_insert(&tables->parked, key, seq, payload, payload_isnull);
+			parked_insert(&call->parked, key, seq, payload, payload_isnull);
 			ordering_stats_count(name, ORDERING_EVENT_PARKED, 1);
 			ordering_stats_reorder_distance(name, seq - kd.position);
 			ordering_log_decision(name, resource, kd.position + 1, seq,
 								  ORDERING_DECISION_PARKED, 0);
 			break;
 		case PLAN_APPLY:
-			ran = consumer_finish_run(&kd, &tables->positions, hc,
+			ran = consumer_finish_run(&kd, &call->positions, hc,
 									  dead_lettering, false);
 			count_run(name, ready->n, ran, 1);
 			ordering_log_decision(name, resource, kd.position + 1, seq,
@@ -669,23 +595,17 @@ consumer_deliver_event(DeliverTables *tables, const char *name,
 }
 
 /*
- * deliver() of one event: the tables opened for it alone.
+ * deliver() of the event of a call's frame, its payload argument taken as
+ * it is; hc NULL for the table form.
  */
 static int
-deliver_event(text *consumer, text *resource, int64 seq, Datum payload,
-			  bool payload_isnull, ReadyList *ready, HandlerCache *hc,
-			  bool dead_lettering)
+deliver_event(ConsumerCall *call, FunctionCallInfo fcinfo, ReadyList *ready,
+			  HandlerCache *hc, bool dead_lettering)
 {
-	DeliverTables tables;
-	int			ran;
-
-	consumer_open_deliver(&tables);
-	consumer_route_confirm(consumer);
-	ran = consumer_deliver_event(&tables, text_to_cstring(consumer), consumer,
-								 resource, seq, payload, payload_isnull, ready,
-								 hc, dead_lettering);
-	consumer_close_deliver(&tables);
-	return ran;
+	return consumer_deliver_event(call, text_to_cstring(call->consumer),
+								  call->consumer, call->resource, call->seq,
+								  payload_arg(fcinfo), PG_ARGISNULL(3), ready,
+								  hc, dead_lettering);
 }
 
 /*
@@ -733,22 +653,18 @@ consumer_apply_event(OwnedRel *positions, const char *name, text *consumer,
 Datum
 ordering_apply_if_newer(PG_FUNCTION_ARGS)
 {
-	text	   *consumer;
-	text	   *resource;
-	int64		seq;
-	OwnedRel	positions;
+	ConsumerCall call;
 	bool		applied;
 	Datum		routed;
 
-	consumer_key_args(fcinfo, &consumer, &resource, &seq);
-	owned_prevent_write("ordering.apply_if_newer()");
-	if (consumer_routed(fcinfo, DIST_APPLY, &routed))
+	consumer_call_args(&call, fcinfo, CALL_SEQ);
+	if (!consumer_call_begin(&call, fcinfo, CONSUMER_OP_APPLY,
+							 "ordering.apply_if_newer()", &routed))
 		return routed;
-	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
-	consumer_route_confirm(consumer);
-	applied = consumer_apply_event(&positions, text_to_cstring(consumer),
-								   consumer, resource, seq);
-	owned_close(&positions);
+	applied = consumer_apply_event(&call.positions,
+								   text_to_cstring(call.consumer),
+								   call.consumer, call.resource, call.seq);
+	consumer_call_end(&call);
 	PG_RETURN_BOOL(applied);
 }
 
@@ -759,19 +675,16 @@ ordering_apply_if_newer(PG_FUNCTION_ARGS)
 Datum
 ordering_deliver(PG_FUNCTION_ARGS)
 {
-	text	   *consumer;
-	text	   *resource;
-	int64		seq;
+	ConsumerCall call;
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
 	Datum		routed;
 
-	consumer_key_args(fcinfo, &consumer, &resource, &seq);
-	owned_prevent_write("ordering.deliver()");
-	if (consumer_routed(fcinfo, DIST_DELIVER, &routed))
+	consumer_call_args(&call, fcinfo, CALL_SEQ | CALL_PARKED | CALL_ROWS);
+	if (!consumer_call_begin(&call, fcinfo, CONSUMER_OP_DELIVER,
+							 "ordering.deliver()", &routed))
 		return routed;
-	consumer_materialize(fcinfo);
-	(void) deliver_event(consumer, resource, seq, payload_arg(fcinfo),
-						 PG_ARGISNULL(3), &ready, NULL, false);
+	(void) deliver_event(&call, fcinfo, &ready, NULL, false);
+	consumer_call_end(&call);
 	consumer_return_ready(fcinfo, &ready);
 	return (Datum) 0;
 }
@@ -789,22 +702,22 @@ ordering_deliver(PG_FUNCTION_ARGS)
 Datum
 ordering_deliver_handler(PG_FUNCTION_ARGS)
 {
-	text	   *consumer;
-	text	   *resource;
-	int64		seq;
+	ConsumerCall call;
 	HandlerCache *hc;
 	bool		dead_lettering;
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
 	Datum		routed;
+	int			ran;
 
-	consumer_key_args(fcinfo, &consumer, &resource, &seq);
+	consumer_call_args(&call, fcinfo, CALL_SEQ | CALL_PARKED);
 	hc = handler_lookup(fcinfo, 4);
 	dead_lettering = handler_dead_lettering(fcinfo, 5);
-	owned_prevent_write("ordering.deliver()");
-	if (consumer_routed(fcinfo, DIST_DELIVER_HANDLER, &routed))
+	if (!consumer_call_begin(&call, fcinfo, CONSUMER_OP_DELIVER_HANDLER,
+							 "ordering.deliver()", &routed))
 		return routed;
-	PG_RETURN_INT32(deliver_event(consumer, resource, seq, payload_arg(fcinfo),
-								  PG_ARGISNULL(3), &ready, hc, dead_lettering));
+	ran = deliver_event(&call, fcinfo, &ready, hc, dead_lettering);
+	consumer_call_end(&call);
+	PG_RETURN_INT32(ran);
 }
 
 /*
@@ -815,25 +728,19 @@ ordering_deliver_handler(PG_FUNCTION_ARGS)
 Datum
 ordering_position(PG_FUNCTION_ARGS)
 {
-	text	   *consumer;
-	text	   *resource;
-	Datum		key[2];
+	ConsumerCall call;
 	SnapshotData buf;
-	OwnedRel	positions;
 	OwnedRow	row;
 	int64		position = 0;
 	Datum		routed;
 
-	consumer_key_args(fcinfo, &consumer, &resource, NULL);
-	if (consumer_routed(fcinfo, DIST_POSITION, &routed))
+	consumer_call_args(&call, fcinfo, CALL_READ);
+	if (!consumer_call_begin(&call, fcinfo, CONSUMER_OP_POSITION, NULL,
+							 &routed))
 		return routed;
-	key[0] = PointerGetDatum(consumer);
-	key[1] = PointerGetDatum(resource);
-	owned_open(OWNED_POSITIONS, AccessShareLock, &positions);
-	consumer_route_confirm(consumer);
-	if (owned_fetch(&positions, key, owned_read_snapshot(&buf), &row))
+	if (owned_fetch(&call.positions, call.key, owned_read_snapshot(&buf), &row))
 		position = DatumGetInt64(row.values[POSITIONS_POSITION - 1]);
-	owned_close(&positions);
+	consumer_call_end(&call);
 	PG_RETURN_INT64(position);
 }
 
@@ -848,45 +755,32 @@ Datum
 consumer_give_up(FunctionCallInfo fcinfo, const char *caller,
 				 OwnedDecide decide, bool dead_letter)
 {
-	text	   *consumer;
-	text	   *resource;
-	Datum		key[2];
-	OwnedRel	positions;
-	OwnedRel	parked;
+	ConsumerCall call;
 	KeyDecision kd = {0};
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
 	Datum		routed;
 
-	consumer_key_args(fcinfo, &consumer, &resource, NULL);
-	owned_prevent_write(caller);
-	if (consumer_routed(fcinfo, dead_letter ? DIST_DISCARD : DIST_SKIP_GAP,
-						&routed))
+	consumer_call_args(&call, fcinfo, CALL_PARKED | CALL_ROWS);
+	if (!consumer_call_begin(&call, fcinfo,
+							 dead_letter ? CONSUMER_OP_DISCARD : CONSUMER_OP_SKIP_GAP,
+							 caller, &routed))
 		return routed;
-	consumer_materialize(fcinfo);
-	key[0] = PointerGetDatum(consumer);
-	key[1] = PointerGetDatum(resource);
-	kd.key = key;
-	kd.parked = &parked;
 	kd.ready = &ready;
-	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
-	consumer_route_confirm(consumer);
-	owned_open(OWNED_PARKED, RowExclusiveLock, &parked);
-	consumer_decide(decide, &kd, &positions);
+	consumer_call_decide(&call, decide, &kd);
 	if (kd.plan == PLAN_APPLY)
 	{
-		char	   *name = text_to_cstring(consumer);
+		char	   *name = text_to_cstring(call.consumer);
 
 		if (dead_letter)
-			dead_letter_remove(key);
-		(void) consumer_finish_run(&kd, &positions, NULL, false, false);
+			dead_letter_remove(call.tables[OWNED_DEAD_LETTERS], call.key);
+		(void) consumer_finish_run(&kd, &call.positions, NULL, false, false);
 		ordering_stats_count(name, ORDERING_EVENT_SKIPPED, kd.skipped);
 		count_run(name, ready.n, ready.n, 0);
-		ordering_log_decision(name, resource, kd.position + 1,
+		ordering_log_decision(name, call.resource, kd.position + 1,
 							  kd.position + kd.skipped + 1,
 							  ORDERING_DECISION_SKIPPED, 0);
 	}
-	owned_close(&parked);
-	owned_close(&positions);
+	consumer_call_end(&call);
 	consumer_return_ready(fcinfo, &ready);
 	return (Datum) 0;
 }

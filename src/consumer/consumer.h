@@ -13,9 +13,62 @@
 #define ORDERING_CONSUMER_H
 
 #include "fmgr.h"
+
+#include "batch.h"
 #include "handlers.h"
 #include "owned_rows.h"
 #include "parked.h"
+
+/*
+ * The consumer functions, by the letter that names each to the call
+ * functions of a distributed consumer (consumer_call.c), and to the
+ * routing that calls them (consumer_citus.c).
+ */
+#define CONSUMER_OP_DELIVER				'd'
+#define CONSUMER_OP_DELIVER_HANDLER		'h'
+#define CONSUMER_OP_APPLY				'a'
+#define CONSUMER_OP_POSITION			'p'
+#define CONSUMER_OP_SKIP_GAP			's'
+#define CONSUMER_OP_DEAD_LETTER			'l'
+#define CONSUMER_OP_RETRY				'r'
+#define CONSUMER_OP_RETRY_HANDLER		'R'
+#define CONSUMER_OP_DISCARD				'x'
+#define CONSUMER_OP_DELIVER_BATCH		'b'
+#define CONSUMER_OP_DELIVER_BATCH_HANDLER	'B'
+#define CONSUMER_OP_APPLY_BATCH			'A'
+
+/* What a call of a consumer function does (ConsumerCall.flags) */
+#define CALL_SEQ		0x01	/* its arguments are (consumer, resource_id,
+								 * seq, ...) */
+#define CALL_READ		0x02	/* it only reads ordering.positions */
+#define CALL_PARKED		0x04	/* it opens ordering.parked too */
+#define CALL_ROWS		0x08	/* it returns rows: its tuplestore is set up */
+
+/*
+ * The frame of a call of a consumer function (call.c): its arguments,
+ * where it runs, and the tables it works on, opened by
+ * consumer_call_begin() and closed by consumer_call_end().  Where it runs
+ * is decided once, there: on another node (a distributed consumer's call,
+ * which then ran there), or here, on the extension's own tables or on the
+ * shards of a distributed consumer's call running on this node; the code
+ * below gets the tables from the frame.
+ */
+typedef struct ConsumerCall
+{
+	int			flags;
+	text	   *consumer;
+	text	   *resource;		/* NULL in a batch */
+	int64		seq;			/* with CALL_SEQ */
+	Datum		key[2];			/* (consumer, resource) */
+	Oid			tables[OWNED_NUM_TABLES];	/* the table each table id
+											 * stands for: InvalidOid for the
+											 * extension's own */
+	const int32 *ords;			/* a part of a distributed consumer's batch:
+								 * the ords of its events in the whole
+								 * batch, else NULL */
+	OwnedRel	positions;
+	OwnedRel	parked;			/* with CALL_PARKED */
+} ConsumerCall;
 
 /* What a decision about a key of ordering.positions decided */
 typedef enum KeyPlan
@@ -40,6 +93,7 @@ typedef struct KeyDecision
 	Datum		payload;
 	bool		payload_isnull;
 	OwnedRel   *parked;
+	const Oid  *tables;			/* the call's (ConsumerCall.tables) */
 	Snapshot	snapshot;		/* the decision snapshot */
 	/* out */
 	KeyPlan		plan;
@@ -53,18 +107,23 @@ typedef struct KeyDecision
 	ReadyList  *ready;
 } KeyDecision;
 
-/* The tables of deliver(), open for a whole call (a batch: all its events) */
-typedef struct DeliverTables
-{
-	OwnedRel	positions;
-	OwnedRel	parked;
-} DeliverTables;
-
-/* consumer.c */
+/* call.c */
 extern void consumer_check_consumer(text *consumer);
 extern void consumer_check_seq(int64 seq);
-extern void consumer_key_args(FunctionCallInfo fcinfo, text **consumer,
-							  text **resource, int64 *seq);
+extern void consumer_call_args(ConsumerCall *call, FunctionCallInfo fcinfo,
+							   int flags);
+extern bool consumer_call_begin(ConsumerCall *call, FunctionCallInfo fcinfo,
+								char op, const char *what, Datum *result);
+extern bool consumer_call_begin_batch(ConsumerCall *call,
+									  FunctionCallInfo fcinfo, char op,
+									  const char *what, text *consumer,
+									  const BatchEvent *events, int n,
+									  int flags, Datum *result);
+extern void consumer_call_decide(ConsumerCall *call, OwnedDecide decide,
+								 KeyDecision *kd);
+extern void consumer_call_end(ConsumerCall *call);
+
+/* consumer.c */
 extern void consumer_return_ready(FunctionCallInfo fcinfo, ReadyList *ready);
 extern void consumer_continue_run(KeyDecision *kd, int64 to);
 extern void consumer_read_position(const OwnedRow *row, Datum *values,
@@ -78,9 +137,7 @@ extern int	consumer_finish_run(KeyDecision *kd, OwnedRel *positions,
 								bool retrying);
 extern Datum consumer_give_up(FunctionCallInfo fcinfo, const char *caller,
 							  OwnedDecide decide, bool dead_letter);
-extern void consumer_open_deliver(DeliverTables *tables);
-extern void consumer_close_deliver(DeliverTables *tables);
-extern int	consumer_deliver_event(DeliverTables *tables, const char *name,
+extern int	consumer_deliver_event(ConsumerCall *call, const char *name,
 								   text *consumer, text *resource, int64 seq,
 								   Datum payload, bool payload_isnull,
 								   ReadyList *ready, HandlerCache *hc,

@@ -46,14 +46,10 @@
 #include "utils/regproc.h"
 #include "utils/tuplestore.h"
 
-#include "batch.h"
-#include "citus_meta.h"
+#include "citus_consumers.h"
 #include "compat.h"
-#include "consumer.h"
 #include "consumer_citus.h"
-#include "consumer_citus_internal.h"
 #include "dead_letters.h"
-#include "owned.h"
 #include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_consumer_call);
@@ -73,50 +69,49 @@ JSONBARRAYOID, REGPROCEDUREOID, TEXTOID};
  * how many of them it takes (with an option given: the form of deliver()
  * with on_error).
  */
-typedef struct DistForm
+typedef struct CallForm
 {
 	char		op;
 	const char *name;
 	const Oid  *types;
 	int			nargs;
 	int			nargs_option;
-} DistForm;
+} CallForm;
 
 /* The ops of the call function */
-static const DistForm call_forms[] = {
-	{DIST_DELIVER, "deliver", deliver_types, 4, 4},
-	{DIST_DELIVER_HANDLER, "deliver", deliver_types, 5, 6},
-	{DIST_APPLY, "apply_if_newer", key_types, 3, 3},
-	{DIST_POSITION, "position", key_types, 2, 2},
-	{DIST_SKIP_GAP, "skip_gap", key_types, 2, 2},
-	{DIST_DEAD_LETTER, "dead_letter", dead_types, 5, 5},
-	{DIST_RETRY, "retry_dead_letter", retry_types, 2, 2},
-	{DIST_RETRY_HANDLER, "retry_dead_letter", retry_types, 3, 3},
-	{DIST_DISCARD, "discard_dead_letter", key_types, 2, 2},
+static const CallForm call_forms[] = {
+	{CONSUMER_OP_DELIVER, "deliver", deliver_types, 4, 4},
+	{CONSUMER_OP_DELIVER_HANDLER, "deliver", deliver_types, 5, 6},
+	{CONSUMER_OP_APPLY, "apply_if_newer", key_types, 3, 3},
+	{CONSUMER_OP_POSITION, "position", key_types, 2, 2},
+	{CONSUMER_OP_SKIP_GAP, "skip_gap", key_types, 2, 2},
+	{CONSUMER_OP_DEAD_LETTER, "dead_letter", dead_types, 5, 5},
+	{CONSUMER_OP_RETRY, "retry_dead_letter", retry_types, 2, 2},
+	{CONSUMER_OP_RETRY_HANDLER, "retry_dead_letter", retry_types, 3, 3},
+	{CONSUMER_OP_DISCARD, "discard_dead_letter", key_types, 2, 2},
 };
 
 /* The ops of the batch function */
-static const DistForm batch_forms[] = {
-	{DIST_DELIVER_BATCH, "deliver_batch", batch_types, 4, 4},
-	{DIST_DELIVER_BATCH_HANDLER, "deliver_batch", batch_types, 6, 6},
-	{DIST_APPLY_BATCH, "apply_batch", batch_types, 3, 3},
+static const CallForm batch_forms[] = {
+	{CONSUMER_OP_DELIVER_BATCH, "deliver_batch", batch_types, 4, 4},
+	{CONSUMER_OP_DELIVER_BATCH_HANDLER, "deliver_batch", batch_types, 6, 6},
+	{CONSUMER_OP_APPLY_BATCH, "apply_batch", batch_types, 3, 3},
 };
 
 /*
  * A call function's run on this node's shards of its resource (file
- * header): the consumer's tag, the resource's shard and its group's shards
- * of the storage layer's tables (in the order of dist_tables), and, while
- * the call runs, what it replaced (dist_enter, dist_leave).
+ * header): the consumer's tag, the resource's shard, and the call that
+ * runs here (its group's shards of the storage layer's tables) while it
+ * runs, in place of the one it replaced (call_enter, call_leave).
  */
-typedef struct DistHere
+typedef struct CallHere
 {
-	char		tag[TAG_LEN + 1];
+	char		tag[CITUS_CONSUMER_TAG_LEN + 1];
 	CitusTable	table;			/* the consumer's positions table */
 	CitusShard	shard;			/* the resource's */
-	Oid			shards[DIST_NUM_TABLES];
-	Oid			saved[DIST_NUM_TABLES]; /* the tables' redirections */
-	DistCurrent saved_current;
-} DistHere;
+	CitusRouteHere call;
+	const CitusRouteHere *outer;
+} CallHere;
 
 /*
  * The consumer function an op stands for among the nforms forms of the
@@ -124,7 +119,7 @@ typedef struct DistHere
  * none.
  */
 static Oid
-dist_op_function(char op, const DistForm *forms, int nforms, bool option)
+call_op_function(char op, const CallForm *forms, int nforms, bool option)
 {
 	for (int i = 0; i < nforms; i++)
 	{
@@ -152,9 +147,9 @@ dist_op_function(char op, const DistForm *forms, int nforms, bool option)
  * do through the consumer functions.
  */
 static void
-dist_check_privilege(char op, const DistForm *forms, int nforms, bool option)
+call_check_privilege(char op, const CallForm *forms, int nforms, bool option)
 {
-	Oid			fn = dist_op_function(op, forms, nforms, option);
+	Oid			fn = call_op_function(op, forms, nforms, option);
 	AclResult	aclresult = ordering_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
 
 	if (aclresult != ACLCHECK_OK)
@@ -167,18 +162,18 @@ dist_check_privilege(char op, const DistForm *forms, int nforms, bool option)
  * here (whose tag is set).
  */
 static void
-dist_local_shards(DistHere *here, text *consumer, text *resource)
+call_local_shards(CallHere *here, text *consumer, text *resource)
 {
 	const char *tag = here->tag;
 	CitusShard *shard = &here->shard;
-	Oid			positions = consumer_dist_relation(tag, "_positions");
+	Oid			positions = citus_consumer_relation(tag, "_positions");
 
 	if (!OidIsValid(positions))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("consumer \"%s\" is not distributed on this node",
 						text_to_cstring(consumer))));
-	dist_lock_resource(positions, resource, &here->table, shard);
+	citus_consumer_lock_resource(positions, resource, &here->table, shard);
 	if (!citus_shard_here(shard->shardid))
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -187,44 +182,46 @@ dist_local_shards(DistHere *here, text *consumer, text *resource)
 				 errdetail("Shard " INT64_FORMAT " moved while the call was routed.",
 						   shard->shardid),
 				 errhint("Retry the transaction.")));
-	for (int i = 0; i < lengthof(dist_tables); i++)
+	for (int i = 0; i < OWNED_NUM_TABLES; i++)
+		here->call.tables[i] = InvalidOid;
+	for (int i = 0; i < lengthof(citus_consumer_tables); i++)
 	{
-		Oid			rel = consumer_dist_relation(tag, dist_tables[i].suffix);
+		const CitusConsumerTable *t = &citus_consumer_tables[i];
+		Oid			rel = citus_consumer_relation(tag, t->suffix);
 		CitusShard	sibling;
 
 		if (!OidIsValid(rel) || !citus_colocated_shard(rel, shard->minvalue, &sibling))
 			elog(ERROR, "no shard of %s%s co-located with shard " INT64_FORMAT,
-				 tag, dist_tables[i].suffix, shard->shardid);
-		here->shards[i] = citus_shard_relid(rel, sibling.shardid);
-		if (!OidIsValid(here->shards[i]))
+				 tag, t->suffix, shard->shardid);
+		here->call.tables[t->id] = citus_shard_relid(rel, sibling.shardid);
+		if (!OidIsValid(here->call.tables[t->id]))
 			elog(ERROR, "shard " INT64_FORMAT " of %s%s is not on this node",
-				 sibling.shardid, tag, dist_tables[i].suffix);
+				 sibling.shardid, tag, t->suffix);
 	}
 }
 
 /*
- * Point the storage layer's tables at the shards found, and make the call
- * the one running here (dist_current), until dist_leave().
+ * Make the call the one running here (consumer_citus.c), on the shards
+ * found, for its consumer and resource, with the ords of a part of a batch
+ * (or NULL), until call_leave().
  */
 static void
-dist_enter(DistHere *here, text *consumer, text *resource)
+call_enter(CallHere *here, text *consumer, text *resource, const int32 *ords)
 {
-	for (int i = 0; i < DIST_NUM_TABLES; i++)
-		here->saved[i] = owned_redirect(dist_tables[i].id, here->shards[i]);
-	here->saved_current = dist_current;
-	dist_current.consumer = consumer;
-	dist_current.resource = resource;
+	here->call.consumer = consumer;
+	here->call.resource = resource;
+	here->call.ords = ords;
+	here->outer = citus_route_enter(&here->call);
 }
 
 /*
- * Put back what dist_enter() replaced, whether the call succeeded or not.
+ * Put back the call that call_enter() replaced, whether the call succeeded
+ * or not.
  */
 static void
-dist_leave(const DistHere *here)
+call_leave(const CallHere *here)
 {
-	for (int i = 0; i < DIST_NUM_TABLES; i++)
-		(void) owned_redirect(dist_tables[i].id, here->saved[i]);
-	dist_current = here->saved_current;
+	citus_route_leave(here->outer);
 }
 
 /*
@@ -232,14 +229,14 @@ dist_leave(const DistHere *here)
  * its own name is <tag of the consumer><suffix>.  Fills tag.
  */
 static void
-dist_check_function(FunctionCallInfo fcinfo, text *consumer,
+call_check_function(FunctionCallInfo fcinfo, text *consumer,
 					const char *suffix, char *tag)
 {
 	char	   *own_name = get_func_name(fcinfo->flinfo->fn_oid);
 
-	consumer_tag(consumer, tag);
-	if (own_name == NULL || strncmp(own_name, tag, TAG_LEN) != 0 ||
-		strcmp(own_name + TAG_LEN, suffix) != 0)
+	citus_consumer_tag(consumer, tag);
+	if (own_name == NULL || strncmp(own_name, tag, CITUS_CONSUMER_TAG_LEN) != 0 ||
+		strcmp(own_name + CITUS_CONSUMER_TAG_LEN, suffix) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("function %s is not the %s function of consumer \"%s\"",
@@ -265,7 +262,7 @@ ordering_consumer_call(PG_FUNCTION_ARGS)
 	char		op;
 	text	   *consumer;
 	text	   *resource;
-	DistHere	here;
+	CallHere	here;
 	int			nargs = 2;
 	volatile Datum result = (Datum) 0;
 
@@ -278,88 +275,88 @@ ordering_consumer_call(PG_FUNCTION_ARGS)
 	consumer = PG_GETARG_TEXT_PP(2);
 
 	/* the function of this consumer, and a consumer function it may run */
-	dist_check_function(fcinfo, consumer, "_call", here.tag);
-	dist_check_privilege(op, call_forms, lengthof(call_forms),
+	call_check_function(fcinfo, consumer, "_call", here.tag);
+	call_check_privilege(op, call_forms, lengthof(call_forms),
 						 !PG_ARGISNULL(6));
 
 	/* the resource's shards, here, and their metadata lock */
-	dist_local_shards(&here, consumer, resource);
+	call_local_shards(&here, consumer, resource);
 
 	/* the consumer function's own arguments */
 	InitFunctionCallInfoData(*inner, fcinfo->flinfo, 0, InvalidOid, NULL,
-							 dist_op_returns_rows(op) ? (Node *) rsinfo : NULL);
+							 citus_route_op_returns_rows(op) ? (Node *) rsinfo : NULL);
 	inner->args[0] = fcinfo->args[2];
 	inner->args[1] = fcinfo->args[1];
 	switch (op)
 	{
-		case DIST_DELIVER:
+		case CONSUMER_OP_DELIVER:
 			inner->args[2] = fcinfo->args[3];
 			inner->args[3] = fcinfo->args[4];
 			nargs = 4;
 			break;
-		case DIST_DELIVER_HANDLER:
-		case DIST_DEAD_LETTER:
+		case CONSUMER_OP_DELIVER_HANDLER:
+		case CONSUMER_OP_DEAD_LETTER:
 			inner->args[2] = fcinfo->args[3];
 			inner->args[3] = fcinfo->args[4];
-			inner->args[4] = op == DIST_DEAD_LETTER ? fcinfo->args[6] :
+			inner->args[4] = op == CONSUMER_OP_DEAD_LETTER ? fcinfo->args[6] :
 				fcinfo->args[5];
 			inner->args[5] = fcinfo->args[6];
-			nargs = op == DIST_DEAD_LETTER || PG_ARGISNULL(6) ? 5 : 6;
+			nargs = op == CONSUMER_OP_DEAD_LETTER || PG_ARGISNULL(6) ? 5 : 6;
 			break;
-		case DIST_APPLY:
+		case CONSUMER_OP_APPLY:
 			inner->args[2] = fcinfo->args[3];
 			nargs = 3;
 			break;
-		case DIST_RETRY_HANDLER:
+		case CONSUMER_OP_RETRY_HANDLER:
 			inner->args[2] = fcinfo->args[5];
 			nargs = 3;
 			break;
 	}
 	inner->nargs = nargs;
-	if (!dist_op_returns_rows(op))
+	if (!citus_route_op_returns_rows(op))
 		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
-	dist_enter(&here, consumer, resource);
+	call_enter(&here, consumer, resource, NULL);
 	PG_TRY();
 	{
 		switch (op)
 		{
-			case DIST_DELIVER:
+			case CONSUMER_OP_DELIVER:
 				(void) ordering_deliver(inner);
 				break;
-			case DIST_DELIVER_HANDLER:
+			case CONSUMER_OP_DELIVER_HANDLER:
 				result = Int64GetDatum(DatumGetInt32(ordering_deliver_handler(inner)));
 				break;
-			case DIST_APPLY:
+			case CONSUMER_OP_APPLY:
 				result = Int64GetDatum(DatumGetBool(ordering_apply_if_newer(inner)) ? 1 : 0);
 				break;
-			case DIST_POSITION:
+			case CONSUMER_OP_POSITION:
 				result = ordering_position(inner);
 				break;
-			case DIST_SKIP_GAP:
+			case CONSUMER_OP_SKIP_GAP:
 				(void) ordering_skip_gap(inner);
 				break;
-			case DIST_DEAD_LETTER:
+			case CONSUMER_OP_DEAD_LETTER:
 				(void) ordering_dead_letter(inner);
 				break;
-			case DIST_RETRY:
+			case CONSUMER_OP_RETRY:
 				(void) ordering_retry_dead_letter(inner);
 				break;
-			case DIST_RETRY_HANDLER:
+			case CONSUMER_OP_RETRY_HANDLER:
 				result = Int64GetDatum(DatumGetInt32(ordering_retry_dead_letter_handler(inner)));
 				break;
-			case DIST_DISCARD:
+			case CONSUMER_OP_DISCARD:
 				(void) ordering_discard_dead_letter(inner);
 				break;
 		}
 	}
 	PG_FINALLY();
 	{
-		dist_leave(&here);
+		call_leave(&here);
 	}
 	PG_END_TRY();
 
-	if (!dist_op_returns_rows(op))
+	if (!citus_route_op_returns_rows(op))
 	{
 		Datum		values[2] = {result, (Datum) 0};
 		bool		nulls[2] = {false, true};
@@ -373,7 +370,7 @@ ordering_consumer_call(PG_FUNCTION_ARGS)
  * The elements of an array argument of the batch function (not NULL).
  */
 static int
-dist_array(FunctionCallInfo fcinfo, int argno, Oid type, Datum **values,
+call_array(FunctionCallInfo fcinfo, int argno, Oid type, Datum **values,
 		   bool **nulls)
 {
 	int16		typlen;
@@ -393,7 +390,7 @@ dist_array(FunctionCallInfo fcinfo, int argno, Oid type, Datum **values,
  * and of its resource for the handler form.  *n gets how many.
  */
 static int32 *
-dist_part_ords(FunctionCallInfo fcinfo, char op, const DistHere *here,
+call_part_ords(FunctionCallInfo fcinfo, char op, const CallHere *here,
 			   text *resource, int *n)
 {
 	Datum	   *ords;
@@ -402,8 +399,8 @@ dist_part_ords(FunctionCallInfo fcinfo, char op, const DistHere *here,
 	bool	   *idnulls;
 	int32	   *ordvals;
 
-	*n = dist_array(fcinfo, 4, TEXTOID, &ids, &idnulls);
-	if (dist_array(fcinfo, 3, INT4OID, &ords, &ordnulls) != *n)
+	*n = call_array(fcinfo, 4, TEXTOID, &ids, &idnulls);
+	if (call_array(fcinfo, 3, INT4OID, &ords, &ordnulls) != *n)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ords and resource_ids must have the same length")));
@@ -419,7 +416,7 @@ dist_part_ords(FunctionCallInfo fcinfo, char op, const DistHere *here,
 		ordvals[i] = DatumGetInt32(ords[i]);
 		hash = citus_hash(&here->table, ids[i]);
 		if (hash < here->shard.minvalue || hash > here->shard.maxvalue ||
-			(op == DIST_DELIVER_BATCH_HANDLER &&
+			(op == CONSUMER_OP_DELIVER_BATCH_HANDLER &&
 			 !ordering_text_equal(DatumGetTextPP(ids[i]), resource)))
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -434,7 +431,7 @@ dist_part_ords(FunctionCallInfo fcinfo, char op, const DistHere *here,
  * (ord, 1 or 0, NULL) into rsinfo.
  */
 static void
-dist_put_applied(ReturnSetInfo *part, ReturnSetInfo *rsinfo)
+call_put_applied(ReturnSetInfo *part, ReturnSetInfo *rsinfo)
 {
 	TupleTableSlot *slot = MakeSingleTupleTableSlot(part->setDesc,
 													&TTSOpsMinimalTuple);
@@ -474,8 +471,7 @@ ordering_consumer_batch(PG_FUNCTION_ARGS)
 	char		op;
 	text	   *consumer;
 	text	   *resource;
-	DistHere	here;
-	const int32 *saved_ords = batch_ords;
+	CallHere	here;
 	int			n;
 	int32	   *ordvals;
 	ReturnSetInfo part = {0};
@@ -489,17 +485,17 @@ ordering_consumer_batch(PG_FUNCTION_ARGS)
 	op = PG_GETARG_CHAR(0);
 	resource = PG_GETARG_TEXT_PP(1);
 	consumer = PG_GETARG_TEXT_PP(2);
-	dist_check_function(fcinfo, consumer, "_batch", here.tag);
-	dist_check_privilege(op, batch_forms, lengthof(batch_forms), false);
+	call_check_function(fcinfo, consumer, "_batch", here.tag);
+	call_check_privilege(op, batch_forms, lengthof(batch_forms), false);
 
 	/* the part's shard, here; every event of the part is of it */
-	dist_local_shards(&here, consumer, resource);
-	ordvals = dist_part_ords(fcinfo, op, &here, resource, &n);
+	call_local_shards(&here, consumer, resource);
+	ordvals = call_part_ords(fcinfo, op, &here, resource, &n);
 
 	/* the batch function's own arguments */
 	InitFunctionCallInfoData(*inner, fcinfo->flinfo,
-							 op == DIST_DELIVER_BATCH_HANDLER ? 6 :
-							 op == DIST_DELIVER_BATCH ? 4 : 3,
+							 op == CONSUMER_OP_DELIVER_BATCH_HANDLER ? 6 :
+							 op == CONSUMER_OP_DELIVER_BATCH ? 4 : 3,
 							 InvalidOid, NULL, NULL);
 	inner->args[0] = fcinfo->args[2];
 	inner->args[1] = fcinfo->args[4];
@@ -508,9 +504,9 @@ ordering_consumer_batch(PG_FUNCTION_ARGS)
 	inner->args[4] = fcinfo->args[7];
 	inner->args[5] = fcinfo->args[8];
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	if (op == DIST_DELIVER_BATCH)
+	if (op == CONSUMER_OP_DELIVER_BATCH)
 		inner->resultinfo = (Node *) rsinfo;
-	else if (op == DIST_APPLY_BATCH)
+	else if (op == CONSUMER_OP_APPLY_BATCH)
 	{
 		/* apply_batch()'s rows (ord, applied), copied below */
 		part.type = T_ReturnSetInfo;
@@ -522,27 +518,25 @@ ordering_consumer_batch(PG_FUNCTION_ARGS)
 		inner->resultinfo = (Node *) &part;
 	}
 
-	dist_enter(&here, consumer, resource);
-	batch_ords = ordvals;
+	call_enter(&here, consumer, resource, ordvals);
 	PG_TRY();
 	{
-		if (op == DIST_DELIVER_BATCH)
+		if (op == CONSUMER_OP_DELIVER_BATCH)
 			(void) ordering_deliver_batch(inner);
-		else if (op == DIST_APPLY_BATCH)
+		else if (op == CONSUMER_OP_APPLY_BATCH)
 			(void) ordering_apply_batch(inner);
 		else
 			ran = ordering_deliver_batch_handler(inner);
 	}
 	PG_FINALLY();
 	{
-		dist_leave(&here);
-		batch_ords = saved_ords;
+		call_leave(&here);
 	}
 	PG_END_TRY();
 
-	if (op == DIST_APPLY_BATCH)
-		dist_put_applied(&part, rsinfo);
-	else if (op == DIST_DELIVER_BATCH_HANDLER)
+	if (op == CONSUMER_OP_APPLY_BATCH)
+		call_put_applied(&part, rsinfo);
+	else if (op == CONSUMER_OP_DELIVER_BATCH_HANDLER)
 	{
 		Datum		values[3] = {Int32GetDatum(0), Int64GetDatum(DatumGetInt32(ran)), (Datum) 0};
 		bool		nulls[3] = {false, false, true};

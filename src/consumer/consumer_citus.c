@@ -91,286 +91,27 @@
 #include "utils/tuplestore.h"
 
 #include "as_owner.h"
-#include "citus_meta.h"
+#include "citus_consumers.h"
 #include "compat.h"
 #include "consumer_citus.h"
-#include "consumer_citus_internal.h"
 #include "consumer_srf.h"
-#include "owned.h"
-#include "sha256.h"
 #include "text_equal.h"
 
-PG_FUNCTION_INFO_V1(ordering_consumer_tag);
-
-/* How often a call looks for its shard again after a split */
-#define SHARD_TRIES	8
-
-DistKnown	consumer_dist_known = DIST_UNKNOWN;
-uint32		consumer_dist_epoch = 0;
-uint32		consumer_dist_epoch_routed = 0;
-
-/* The consumer last looked up, and whether it is distributed */
-static struct
-{
-	bool		valid;
-	char	   *name;			/* in TopMemoryContext */
-	int			len;
-	Oid			positions;		/* its positions table, or InvalidOid */
-}			dist_last;
-
-/* The call running on this node for its resource, while it runs */
-DistCurrent dist_current;
-
-static bool dist_callback_registered = false;
-
-ORDERING_NORETURN static void not_distributed(Oid positions);
-ORDERING_NORETURN static void shards_keep_changing(Oid positions);
-
-/* The storage layer's tables, and the suffix of a consumer's own */
-const DistTable dist_tables[DIST_NUM_TABLES] = {
-	{OWNED_POSITIONS, "_positions"},
-	{OWNED_PARKED, "_parked"},
-	{OWNED_DEAD_LETTERS, "_dead_letters"},
-	{OWNED_GAP_REQUESTS, "_gap_requests"},
-};
-
 /*
- * The tag of a consumer (file header) into buf (TAG_LEN + 1 bytes).
+ * The call of a distributed consumer running on this node for its resource
+ * (consumer_call.c), while it runs: the calls it makes, and those its
+ * handler makes for the same consumer and resource, run on its shards.
  */
-void
-consumer_tag(text *consumer, char *buf)
-{
-	unsigned char digest[ORDERING_SHA256_LEN];
-	static const char hex[] = "0123456789abcdef";
+static const CitusRouteHere *here = NULL;
 
-	ordering_sha256((const unsigned char *) VARDATA_ANY(consumer),
-					VARSIZE_ANY_EXHDR(consumer), digest);
-	memcpy(buf, "consumer_", 9);
-	for (int i = 0; i < 8; i++)
-	{
-		buf[9 + 2 * i] = hex[digest[i] >> 4];
-		buf[9 + 2 * i + 1] = hex[digest[i] & 0xf];
-	}
-	buf[TAG_LEN] = '\0';
-}
-
-/*
- * ordering_internal.consumer_tag(consumer text) returns text: the prefix
- * of the names of a distributed consumer's tables and call function.
- */
-Datum
-ordering_consumer_tag(PG_FUNCTION_ARGS)
-{
-	char		tag[TAG_LEN + 1];
-
-	consumer_tag(PG_GETARG_TEXT_PP(0), tag);
-	PG_RETURN_TEXT_P(cstring_to_text(tag));
-}
-
-/*
- * Forget what we know of the distributed consumers: a relation was
- * created, dropped or renamed somewhere (any change of pg_class).
- */
-static void
-dist_callback(Datum arg, int cacheid, uint32 hashvalue)
-{
-	consumer_dist_known = DIST_UNKNOWN;
-	consumer_dist_epoch++;
-	dist_last.valid = false;
-}
-
-/*
- * The schema ordering_internal, or InvalidOid.
- */
-static Oid
-dist_namespace(void)
-{
-	return get_namespace_oid("ordering_internal", true);
-}
-
-/*
- * The tags of the distributed consumers of this database (all of them with
- * tags, else only whether there is one: a list of one or none): the
- * relations ordering_internal.consumer_*_positions.  One range scan of
- * pg_class's name index.
- */
-static List *
-dist_scan(bool all)
-{
-	Oid			nsp = dist_namespace();
-	Relation	rel;
-	ScanKeyData keys[2];
-	NameData	low;
-	NameData	high;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	List	   *tags = NIL;
-
-	if (!dist_callback_registered)
-	{
-		CacheRegisterSyscacheCallback(RELNAMENSP, dist_callback, (Datum) 0);
-		dist_callback_registered = true;
-	}
-	if (!OidIsValid(nsp))
-		return NIL;
-	namestrcpy(&low, "consumer_");
-	namestrcpy(&high, "consumer`");
-	rel = table_open(RelationRelationId, AccessShareLock);
-	ScanKeyInit(&keys[0], Anum_pg_class_relname, BTGreaterEqualStrategyNumber,
-				F_NAMEGE, NameGetDatum(&low));
-	ScanKeyInit(&keys[1], Anum_pg_class_relname, BTLessStrategyNumber,
-				F_NAMELT, NameGetDatum(&high));
-	scan = systable_beginscan(rel, ClassNameNspIndexId, true, NULL, 2, keys);
-	while ((all || tags == NIL) && HeapTupleIsValid(tuple = systable_getnext(scan)))
-	{
-		Form_pg_class form = (Form_pg_class) GETSTRUCT(tuple);
-		const char *name = NameStr(form->relname);
-
-		if (form->relnamespace == nsp && strlen(name) == TAG_LEN + 10 &&
-			strcmp(name + TAG_LEN, "_positions") == 0)
-			tags = lappend(tags, pnstrdup(name, TAG_LEN));
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return tags;
-}
-
-/*
- * The tags of the distributed consumers of this database (of their tables
- * on this node).
- */
-List *
-consumer_dist_tags(void)
-{
-	return dist_scan(true);
-}
-
-/*
- * A relation of a distributed consumer on this node: ordering_internal.
- * <tag><suffix>, or InvalidOid.
- */
-Oid
-consumer_dist_relation(const char *tag, const char *suffix)
-{
-	char		name[NAMEDATALEN];
-
-	snprintf(name, sizeof(name), "%s%s", tag, suffix);
-	return get_relname_relid(name, dist_namespace());
-}
-
-/*
- * The positions table of a consumer if it is distributed, else
- * InvalidOid.  The last consumer asked about is remembered until the
- * catalog changes.
- */
-static Oid
-dist_positions(text *consumer)
-{
-	char		tag[TAG_LEN + 1];
-	int			len = VARSIZE_ANY_EXHDR(consumer);
-
-	if (consumer_dist_known == DIST_UNKNOWN)
-		consumer_dist_known = dist_scan(false) != NIL ? DIST_SOME : DIST_NONE;
-	if (consumer_dist_known == DIST_NONE)
-		return InvalidOid;
-	if (dist_last.valid && dist_last.len == len &&
-		memcmp(dist_last.name, VARDATA_ANY(consumer), len) == 0)
-		return dist_last.positions;
-
-	consumer_tag(consumer, tag);
-	if (dist_last.name != NULL)
-		pfree(dist_last.name);
-	dist_last.name = MemoryContextAlloc(TopMemoryContext, Max(len, 1));
-	memcpy(dist_last.name, VARDATA_ANY(consumer), len);
-	dist_last.len = len;
-	dist_last.positions = consumer_dist_relation(tag, "_positions");
-	dist_last.valid = true;
-	return dist_last.positions;
-}
-
-/*
- * The local path of a consumer function has opened ordering.positions,
- * and the catalog changed since its routing decision (header): refuse if
- * its consumer is distributed now.
- */
-void
-consumer_route_recheck(text *consumer)
-{
-	if (dist_current.consumer == NULL && OidIsValid(dist_positions(consumer)))
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("consumer \"%s\" was distributed by a concurrent transaction",
-						text_to_cstring(consumer)),
-				 errhint("Retry the transaction.")));
-	consumer_dist_epoch_routed = consumer_dist_epoch;
-}
-
-/* A distributed consumer's positions table that Citus no longer knows. */
-static void
-not_distributed(Oid positions)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("relation \"%s\" is not distributed by Citus",
-					get_rel_name(positions)),
-			 errhint("Distribute the consumer again with ordering.distribute_consumer().")));
-	pg_unreachable();
-}
-
-/*
- * Splits and moves replaced the shards found, again and again, while we
- * locked them: the caller's transaction is to be retried.
- */
-static void
-shards_keep_changing(Oid positions)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			 errmsg("the shards of relation \"%s\" keep changing",
-					get_rel_name(positions)),
-			 errhint("Retry the transaction.")));
-	pg_unreachable();
-}
-
-/*
- * Find the shard of a resource in a distributed consumer's positions
- * table, lock the shard group's metadata in ShareLock and look again until
- * the shard found before and after the lock is the same (a split may have
- * replaced it meanwhile).  See citus_meta.c.
- */
-void
-dist_lock_resource(Oid positions, text *resource, CitusTable *table,
-				   CitusShard *shard)
-{
-	if (!citus_table(positions, table))
-		not_distributed(positions);
-	for (int tries = 0;; tries++)
-	{
-		CitusShard	again;
-
-		citus_shard_for(table, PointerGetDatum(resource), shard);
-		citus_lock_shard(table, shard, ShareLock);
-		/* the lock let in what committed meanwhile: look again */
-		if (!citus_table(positions, table))
-			elog(ERROR, "relation \"%s\" is no longer distributed",
-				 get_rel_name(positions));
-		citus_shard_for(table, PointerGetDatum(resource), &again);
-		if (again.shardid == shard->shardid && again.index == shard->index)
-		{
-			/* and Citus's own view of it is ours (citus_meta.c) */
-			citus_shard_settle(shard->shardid);
-			return;
-		}
-		if (tries == SHARD_TRIES)
-			shards_keep_changing(positions);
-	}
-}
+/* What the calls made on the node of a resource are refused */
+ORDERING_NORETURN static void refuse_other_key(text *resource);
 
 /*
  * A SQL literal of a value, or NULL.
  */
 static const char *
-dist_literal(const char *value)
+route_literal(const char *value)
 {
 	return value == NULL ? "NULL" : quote_literal_cstr(value);
 }
@@ -379,7 +120,7 @@ dist_literal(const char *value)
  * The argument i of a consumer function as text for the call, or NULL.
  */
 static const char *
-dist_arg(FunctionCallInfo fcinfo, int i, Oid type)
+route_arg(FunctionCallInfo fcinfo, int i, Oid type)
 {
 	if (i >= PG_NARGS() || PG_ARGISNULL(i))
 		return NULL;
@@ -406,7 +147,7 @@ dist_arg(FunctionCallInfo fcinfo, int i, Oid type)
  * reason), as SQL literals.
  */
 static char *
-dist_call_sql(FunctionCallInfo fcinfo, char op, const char *tag)
+route_call_sql(FunctionCallInfo fcinfo, char op, const char *tag)
 {
 	const char *seq = NULL;
 	const char *payload = NULL;
@@ -415,27 +156,27 @@ dist_call_sql(FunctionCallInfo fcinfo, char op, const char *tag)
 
 	switch (op)
 	{
-		case DIST_DELIVER:
-			seq = dist_arg(fcinfo, 2, INT8OID);
-			payload = dist_arg(fcinfo, 3, JSONBOID);
+		case CONSUMER_OP_DELIVER:
+			seq = route_arg(fcinfo, 2, INT8OID);
+			payload = route_arg(fcinfo, 3, JSONBOID);
 			break;
-		case DIST_DELIVER_HANDLER:
-			seq = dist_arg(fcinfo, 2, INT8OID);
-			payload = dist_arg(fcinfo, 3, JSONBOID);
-			handler = dist_arg(fcinfo, 4, REGPROCEDUREOID);
+		case CONSUMER_OP_DELIVER_HANDLER:
+			seq = route_arg(fcinfo, 2, INT8OID);
+			payload = route_arg(fcinfo, 3, JSONBOID);
+			handler = route_arg(fcinfo, 4, REGPROCEDUREOID);
 			/* NULL: the five-argument form (a NULL on_error is refused) */
-			option = PG_NARGS() > 5 ? dist_arg(fcinfo, 5, TEXTOID) : NULL;
+			option = PG_NARGS() > 5 ? route_arg(fcinfo, 5, TEXTOID) : NULL;
 			break;
-		case DIST_APPLY:
-			seq = dist_arg(fcinfo, 2, INT8OID);
+		case CONSUMER_OP_APPLY:
+			seq = route_arg(fcinfo, 2, INT8OID);
 			break;
-		case DIST_DEAD_LETTER:
-			seq = dist_arg(fcinfo, 2, INT8OID);
-			payload = dist_arg(fcinfo, 3, JSONBOID);
-			option = dist_arg(fcinfo, 4, TEXTOID);
+		case CONSUMER_OP_DEAD_LETTER:
+			seq = route_arg(fcinfo, 2, INT8OID);
+			payload = route_arg(fcinfo, 3, JSONBOID);
+			option = route_arg(fcinfo, 4, TEXTOID);
 			break;
-		case DIST_RETRY_HANDLER:
-			handler = dist_arg(fcinfo, 2, REGPROCEDUREOID);
+		case CONSUMER_OP_RETRY_HANDLER:
+			handler = route_arg(fcinfo, 2, REGPROCEDUREOID);
 			break;
 	}
 	return psprintf("SELECT seq, payload FROM ordering_internal.%s_call("
@@ -444,20 +185,20 @@ dist_call_sql(FunctionCallInfo fcinfo, char op, const char *tag)
 					"%s::pg_catalog.jsonb, %s::pg_catalog.regprocedure, "
 					"%s::pg_catalog.text)",
 					tag, quote_literal_cstr(psprintf("%c", op)),
-					dist_literal(dist_arg(fcinfo, 1, TEXTOID)),
-					dist_literal(dist_arg(fcinfo, 0, TEXTOID)),
-					dist_literal(seq), dist_literal(payload),
-					dist_literal(handler), dist_literal(option));
+					route_literal(route_arg(fcinfo, 1, TEXTOID)),
+					route_literal(route_arg(fcinfo, 0, TEXTOID)),
+					route_literal(seq), route_literal(payload),
+					route_literal(handler), route_literal(option));
 }
 
 /*
  * Is op one whose consumer function returns rows (seq, payload)?
  */
 bool
-dist_op_returns_rows(char op)
+citus_route_op_returns_rows(char op)
 {
-	return op == DIST_DELIVER || op == DIST_SKIP_GAP || op == DIST_RETRY ||
-		op == DIST_DISCARD;
+	return op == CONSUMER_OP_DELIVER || op == CONSUMER_OP_SKIP_GAP || op == CONSUMER_OP_RETRY ||
+		op == CONSUMER_OP_DISCARD;
 }
 
 /*
@@ -476,11 +217,11 @@ dist_op_returns_rows(char op)
  * the consumer function that routes here.  The caller is connected to SPI.
  */
 static void
-dist_local_write(const char *tag, text *consumer, text *resource)
+route_local_write(const char *tag, text *consumer, text *resource)
 {
 	const char *local = GetConfigOption("citus.enable_local_execution", true,
 										false);
-	Oid			gap_requests = consumer_dist_relation(tag, "_gap_requests");
+	Oid			gap_requests = citus_consumer_relation(tag, "_gap_requests");
 	AsOwner		caller;
 	int			ret;
 	char	   *sql;
@@ -515,7 +256,7 @@ dist_local_write(const char *tag, text *consumer, text *resource)
  * is on another node.  Citus runs no distributed query from there.
  */
 static void
-dist_check_reachable(text *consumer, int64 shardid)
+route_check_reachable(text *consumer, int64 shardid)
 {
 	if (citus_internal_backend() && !citus_shard_here(shardid))
 		ereport(ERROR,
@@ -526,45 +267,66 @@ dist_check_reachable(text *consumer, int64 shardid)
 }
 
 /*
- * Run a consumer function's call on the node of its resource (file
- * header); rows go to its tuplestore, a scalar result to *result.
+ * Refuse a call made on the node of a resource, by the call running there
+ * or its handler, for another consumer or resource (file header).
+ */
+static void
+refuse_other_key(text *resource)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("a handler of distributed consumer \"%s\" cannot call the consumer functions for another consumer or resource",
+					text_to_cstring(here->consumer)),
+			 resource != NULL ?
+			 errdetail("The call for resource \"%s\" runs on the node of that resource, on its shards only.",
+					   text_to_cstring(here->resource)) : 0,
+			 resource != NULL ?
+			 errhint("Deliver events of other resources in their own calls.") : 0));
+	pg_unreachable();
+}
+
+/*
+ * Decide where a consumer function's call runs (file header): true when
+ * its consumer is distributed and it ran on the node of its resource, its
+ * rows in the function's tuplestore and a scalar result in *result; false
+ * when it runs here, on the tables the call now names (the shards of the
+ * call running here for the same consumer and resource, else the
+ * extension's own).
  */
 bool
-consumer_route(FunctionCallInfo fcinfo, char op, Datum *result)
+citus_route_call(FunctionCallInfo fcinfo, char op, ConsumerCall *call,
+				 Datum *result)
 {
-	text	   *consumer = PG_GETARG_TEXT_PP(0);
-	text	   *resource = PG_GETARG_TEXT_PP(1);
+	text	   *consumer = call->consumer;
+	text	   *resource = call->resource;
 	Oid			positions;
 	CitusTable	table;
 	CitusShard	shard;
-	char		tag[TAG_LEN + 1];
+	char		tag[CITUS_CONSUMER_TAG_LEN + 1];
 	char	   *sql;
 	int			save_nestlevel;
 	int			ret;
 
-	if (dist_current.consumer != NULL)
+	if (!citus_consumers_possible())
+		return false;
+	if (here != NULL)
 	{
 		/* we are the call on the resource's node, or a handler of it */
-		if (ordering_text_equal(consumer, dist_current.consumer) &&
-			ordering_text_equal(resource, dist_current.resource))
-			return false;
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a handler of distributed consumer \"%s\" cannot call the consumer functions for another consumer or resource",
-						text_to_cstring(dist_current.consumer)),
-				 errdetail("The call for resource \"%s\" runs on the node of that resource, on its shards only.",
-						   text_to_cstring(dist_current.resource)),
-				 errhint("Deliver events of other resources in their own calls.")));
+		if (!ordering_text_equal(consumer, here->consumer) ||
+			!ordering_text_equal(resource, here->resource))
+			refuse_other_key(here->resource);
+		memcpy(call->tables, here->tables, sizeof(call->tables));
+		return false;
 	}
-	positions = dist_positions(consumer);
+	positions = citus_consumer_positions(consumer);
 	if (!OidIsValid(positions))
 		return false;
 
-	dist_lock_resource(positions, resource, &table, &shard);
-	dist_check_reachable(consumer, shard.shardid);
-	consumer_tag(consumer, tag);
-	sql = dist_call_sql(fcinfo, op, tag);
-	if (dist_op_returns_rows(op))
+	citus_consumer_lock_resource(positions, resource, &table, &shard);
+	route_check_reachable(consumer, shard.shardid);
+	citus_consumer_tag(consumer, tag);
+	sql = route_call_sql(fcinfo, op, tag);
+	if (citus_route_op_returns_rows(op))
 		consumer_materialize(fcinfo);
 
 	/*
@@ -578,14 +340,14 @@ consumer_route(FunctionCallInfo fcinfo, char op, Datum *result)
 							 true, 0, false);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (op != DIST_POSITION && citus_shard_here(shard.shardid))
-		dist_local_write(tag, consumer, resource);
+	if (op != CONSUMER_OP_POSITION && citus_shard_here(shard.shardid))
+		route_local_write(tag, consumer, resource);
 	ret = SPI_execute(sql, false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "routing a call of consumer \"%s\" failed: %s",
 			 text_to_cstring(consumer), SPI_result_code_string(ret));
 	*result = (Datum) 0;
-	if (dist_op_returns_rows(op))
+	if (citus_route_op_returns_rows(op))
 	{
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
@@ -602,7 +364,7 @@ consumer_route(FunctionCallInfo fcinfo, char op, Datum *result)
 								 nulls);
 		}
 	}
-	else if (op != DIST_DEAD_LETTER)
+	else if (op != CONSUMER_OP_DEAD_LETTER)
 	{
 		bool		isnull;
 		int64		value;
@@ -612,8 +374,8 @@ consumer_route(FunctionCallInfo fcinfo, char op, Datum *result)
 				 text_to_cstring(consumer), SPI_processed);
 		value = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											SPI_tuptable->tupdesc, 1, &isnull));
-		*result = op == DIST_APPLY ? BoolGetDatum(value != 0) :
-			op == DIST_POSITION ? Int64GetDatum(value) :
+		*result = op == CONSUMER_OP_APPLY ? BoolGetDatum(value != 0) :
+			op == CONSUMER_OP_POSITION ? Int64GetDatum(value) :
 			Int32GetDatum((int32) value);
 	}
 	SPI_finish();
@@ -622,25 +384,25 @@ consumer_route(FunctionCallInfo fcinfo, char op, Datum *result)
 }
 
 /* One event of a distributed consumer's batch, on the caller's node */
-typedef struct DistEvent
+typedef struct RouteEvent
 {
 	int32		ord;			/* in the batch, 1-based */
 	const BatchEvent *event;	/* as batch.c read it */
 	int64		shardid;		/* of its resource */
 	int			shard;			/* the shard's index */
-} DistEvent;
+} RouteEvent;
 
 /* A row a part of a batch returned: (ord, seq, payload) */
-typedef struct DistRow
+typedef struct RouteRow
 {
 	int32		ord;
 	int			arrival;		/* keeps the rows of one ord in order */
 	int64		seq;
 	Datum		payload;
 	bool		isnull;
-} DistRow;
+} RouteRow;
 
-static char dist_cmp_op;		/* the op of the events being sorted */
+static char route_cmp_op;		/* the op of the events being sorted */
 
 /*
  * qsort comparator of a batch's events into parts: by shard, then (for the
@@ -649,14 +411,14 @@ static char dist_cmp_op;		/* the op of the events being sorted */
  * locks, the same for every batch (batch.c's rule, across nodes).
  */
 static int
-dist_event_cmp(const void *a, const void *b)
+route_event_cmp(const void *a, const void *b)
 {
-	const DistEvent *ea = (const DistEvent *) a;
-	const DistEvent *eb = (const DistEvent *) b;
+	const RouteEvent *ea = (const RouteEvent *) a;
+	const RouteEvent *eb = (const RouteEvent *) b;
 
 	if (ea->shard != eb->shard)
 		return ea->shard < eb->shard ? -1 : 1;
-	if (dist_cmp_op == DIST_DELIVER_BATCH_HANDLER)
+	if (route_cmp_op == CONSUMER_OP_DELIVER_BATCH_HANDLER)
 	{
 		int			c = ordering_text_cmp(ea->event->resource,
 										  eb->event->resource);
@@ -671,10 +433,10 @@ dist_event_cmp(const void *a, const void *b)
  * qsort comparator of the rows returned: by ord, then as they came.
  */
 static int
-dist_row_cmp(const void *a, const void *b)
+route_row_cmp(const void *a, const void *b)
 {
-	const DistRow *ra = (const DistRow *) a;
-	const DistRow *rb = (const DistRow *) b;
+	const RouteRow *ra = (const RouteRow *) a;
+	const RouteRow *rb = (const RouteRow *) b;
 
 	if (ra->ord != rb->ord)
 		return ra->ord < rb->ord ? -1 : 1;
@@ -686,7 +448,7 @@ dist_row_cmp(const void *a, const void *b)
  * 1 the resources, 2 the seqs, 3 the payloads.
  */
 static char *
-dist_part_array(DistEvent *events, int n, int field)
+route_part_array(RouteEvent *events, int n, int field)
 {
 	static const Oid types[] = {INT4OID, TEXTOID, INT8OID, JSONBOID};
 	Datum	   *values = palloc(sizeof(Datum) * n);
@@ -726,13 +488,13 @@ dist_part_array(DistEvent *events, int n, int field)
 /*
  * The n events of a batch (batch.c's, in input order) with the shard of
  * each, holding the metadata lock of every shard group they touch (taken
- * in the groups' order; see dist_lock_resource for why the shards are
- * looked up again), sorted into parts (dist_event_cmp).
+ * in the groups' order; see citus_consumer_lock_resource() for why the shards are
+ * looked up again), sorted into parts (route_event_cmp).
  */
-static DistEvent *
-dist_batch_events(const BatchEvent *batch, int n, char op, Oid positions)
+static RouteEvent *
+route_batch_events(const BatchEvent *batch, int n, char op, Oid positions)
 {
-	DistEvent  *events = palloc(sizeof(DistEvent) * Max(n, 1));
+	RouteEvent  *events = palloc(sizeof(RouteEvent) * Max(n, 1));
 	CitusTable	table;
 
 	for (int i = 0; i < n; i++)
@@ -741,7 +503,7 @@ dist_batch_events(const BatchEvent *batch, int n, char op, Oid positions)
 		events[i].event = &batch[i];
 	}
 	if (!citus_table(positions, &table))
-		not_distributed(positions);
+		citus_consumer_not_distributed(positions);
 	for (int tries = 0;; tries++)
 	{
 		int			nshards;
@@ -770,10 +532,10 @@ dist_batch_events(const BatchEvent *batch, int n, char op, Oid positions)
 					citus_shard_settle(events[i].shardid);
 			break;
 		}
-		if (tries == SHARD_TRIES)
-			shards_keep_changing(positions);
-		dist_cmp_op = op;
-		qsort(events, n, sizeof(DistEvent), dist_event_cmp);
+		if (tries == CITUS_CONSUMER_SHARD_TRIES)
+			citus_consumer_shards_keep_changing(positions);
+		route_cmp_op = op;
+		qsort(events, n, sizeof(RouteEvent), route_event_cmp);
 		for (int i = 0; i < n; i++)
 			if (i == 0 || events[i].shard != events[i - 1].shard)
 				citus_lock_shard(&table, &shards[events[i].shard], ShareLock);
@@ -783,48 +545,53 @@ dist_batch_events(const BatchEvent *batch, int n, char op, Oid positions)
 }
 
 /*
- * Run a batch function's call for a distributed consumer (file header):
- * its n events (batch.c's, in input order) in parts, one per shard (per
- * resource for the handler form, whose handler may touch only its call's
- * resource), each on the node of its shard; then the rows in input order,
- * or the total.
+ * Decide where a batch function's call runs, as citus_route_call() does:
+ * for a distributed consumer (file header), its n events (batch.c's, in
+ * input order) run in parts, one per shard (per resource for the handler
+ * form, whose handler may touch only its call's resource), each on the
+ * node of its shard; then the rows go to the tuplestore in input order, or
+ * the total to *result, and it returns true.  A part runs here, on the
+ * shards of the call running here for it, with the ords of its events in
+ * the whole batch.
  */
 bool
-consumer_batch_route(FunctionCallInfo fcinfo, char op,
-					 const BatchEvent *batch, int n, Datum *result)
+citus_route_batch(FunctionCallInfo fcinfo, char op, const BatchEvent *batch,
+				  int n, ConsumerCall *call, Datum *result)
 {
-	text	   *consumer = PG_GETARG_TEXT_PP(0);
+	text	   *consumer = call->consumer;
 	Oid			positions;
-	DistEvent  *events;
-	char		tag[TAG_LEN + 1];
+	RouteEvent  *events;
+	char		tag[CITUS_CONSUMER_TAG_LEN + 1];
 	const char *handler = NULL;
 	const char *option = NULL;
 	MemoryContext call_cxt = CurrentMemoryContext;
-	DistRow    *rows = NULL;
+	RouteRow    *rows = NULL;
 	int			nrows = 0;
 	int			size = 0;
 	int64		total = 0;
 	int			save_nestlevel;
 
-	if (dist_current.consumer != NULL)
+	if (!citus_consumers_possible())
+		return false;
+	if (here != NULL)
 	{
-		if (ordering_text_equal(consumer, dist_current.consumer))
-			return false;		/* a part, on its node */
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a handler of distributed consumer \"%s\" cannot call the consumer functions for another consumer or resource",
-						text_to_cstring(dist_current.consumer))));
+		/* a part, on its node */
+		if (!ordering_text_equal(consumer, here->consumer))
+			refuse_other_key(NULL);
+		memcpy(call->tables, here->tables, sizeof(call->tables));
+		call->ords = here->ords;
+		return false;
 	}
-	positions = dist_positions(consumer);
+	positions = citus_consumer_positions(consumer);
 	if (!OidIsValid(positions))
 		return false;
 
-	events = dist_batch_events(batch, n, op, positions);
-	consumer_tag(consumer, tag);
-	if (op == DIST_DELIVER_BATCH_HANDLER)
+	events = route_batch_events(batch, n, op, positions);
+	citus_consumer_tag(consumer, tag);
+	if (op == CONSUMER_OP_DELIVER_BATCH_HANDLER)
 	{
-		handler = dist_arg(fcinfo, 4, REGPROCEDUREOID);
-		option = dist_arg(fcinfo, 5, TEXTOID);
+		handler = route_arg(fcinfo, 4, REGPROCEDUREOID);
+		option = route_arg(fcinfo, 5, TEXTOID);
 	}
 
 	save_nestlevel = NewGUCNestLevel();
@@ -840,15 +607,15 @@ consumer_batch_route(FunctionCallInfo fcinfo, char op,
 		int			ret;
 
 		while (last + 1 < n && events[last + 1].shard == events[first].shard &&
-			   (op != DIST_DELIVER_BATCH_HANDLER ||
+			   (op != CONSUMER_OP_DELIVER_BATCH_HANDLER ||
 				ordering_text_equal(events[last + 1].event->resource,
 									events[first].event->resource)))
 			last++;
 		if (first == 0 || events[first].shard != events[first - 1].shard)
 		{
-			dist_check_reachable(consumer, events[first].shardid);
+			route_check_reachable(consumer, events[first].shardid);
 			if (citus_shard_here(events[first].shardid))
-				dist_local_write(tag, consumer, events[first].event->resource);
+				route_local_write(tag, consumer, events[first].event->resource);
 		}
 		sql = psprintf("SELECT ord, seq, payload FROM ordering_internal.%s_batch("
 					   "%s::pg_catalog.\"char\", %s::pg_catalog.text, "
@@ -859,12 +626,12 @@ consumer_batch_route(FunctionCallInfo fcinfo, char op,
 					   tag, quote_literal_cstr(psprintf("%c", op)),
 					   quote_literal_cstr(text_to_cstring(events[first].event->resource)),
 					   quote_literal_cstr(text_to_cstring(consumer)),
-					   dist_part_array(&events[first], last - first + 1, 0),
-					   dist_part_array(&events[first], last - first + 1, 1),
-					   dist_part_array(&events[first], last - first + 1, 2),
-					   op == DIST_APPLY_BATCH ? "NULL" :
-					   dist_part_array(&events[first], last - first + 1, 3),
-					   dist_literal(handler), dist_literal(option));
+					   route_part_array(&events[first], last - first + 1, 0),
+					   route_part_array(&events[first], last - first + 1, 1),
+					   route_part_array(&events[first], last - first + 1, 2),
+					   op == CONSUMER_OP_APPLY_BATCH ? "NULL" :
+					   route_part_array(&events[first], last - first + 1, 3),
+					   route_literal(handler), route_literal(option));
 		ret = SPI_execute(sql, false, 0);
 		if (ret != SPI_OK_SELECT)
 			elog(ERROR, "routing a batch of consumer \"%s\" failed: %s",
@@ -875,13 +642,13 @@ consumer_batch_route(FunctionCallInfo fcinfo, char op,
 			TupleDesc	desc = SPI_tuptable->tupdesc;
 			MemoryContext old = MemoryContextSwitchTo(call_cxt);
 			bool		isnull;
-			DistRow    *row;
+			RouteRow    *row;
 
 			if (nrows == size)
 			{
 				size = Max(size * 2, 64);
-				rows = rows == NULL ? palloc(sizeof(DistRow) * size) :
-					repalloc(rows, sizeof(DistRow) * size);
+				rows = rows == NULL ? palloc(sizeof(RouteRow) * size) :
+					repalloc(rows, sizeof(RouteRow) * size);
 			}
 			row = &rows[nrows];
 			row->ord = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
@@ -899,7 +666,7 @@ consumer_batch_route(FunctionCallInfo fcinfo, char op,
 	AtEOXact_GUC(true, save_nestlevel);
 
 	*result = (Datum) 0;
-	if (op == DIST_DELIVER_BATCH_HANDLER)
+	if (op == CONSUMER_OP_DELIVER_BATCH_HANDLER)
 	{
 		if (total > PG_INT32_MAX)
 			ereport(ERROR,
@@ -911,7 +678,7 @@ consumer_batch_route(FunctionCallInfo fcinfo, char op,
 	}
 	consumer_materialize(fcinfo);
 	if (nrows > 1)
-		qsort(rows, nrows, sizeof(DistRow), dist_row_cmp);
+		qsort(rows, nrows, sizeof(RouteRow), route_row_cmp);
 	for (int i = 0; i < nrows; i++)
 	{
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -919,9 +686,43 @@ consumer_batch_route(FunctionCallInfo fcinfo, char op,
 		rows[i].payload};
 		bool		nulls[3] = {false, false, rows[i].isnull};
 
-		if (op == DIST_APPLY_BATCH)
+		if (op == CONSUMER_OP_APPLY_BATCH)
 			values[1] = BoolGetDatum(rows[i].seq != 0);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return true;
+}
+
+/*
+ * The call of a distributed consumer for its resource runs here from now
+ * on (file header), until citus_route_leave() with the call it returns.
+ */
+const CitusRouteHere *
+citus_route_enter(const CitusRouteHere *call)
+{
+	const CitusRouteHere *outer = here;
+
+	here = call;
+	return outer;
+}
+
+/*
+ * The call citus_route_enter() made the one running here ended, whether it
+ * succeeded or not: the one it replaced runs here again.
+ */
+void
+citus_route_leave(const CitusRouteHere *outer)
+{
+	here = outer;
+}
+
+/*
+ * A call routed to the extension's own tables has opened ordering.positions:
+ * confirm that its consumer was not distributed meanwhile (citus_consumers.c).
+ */
+void
+citus_route_confirm(const ConsumerCall *call)
+{
+	if (!OidIsValid(call->tables[OWNED_POSITIONS]))
+		citus_consumer_confirm(call->consumer);
 }

@@ -43,7 +43,6 @@
 #include "utils/timestamp.h"
 
 #include "consumer.h"
-#include "consumer_citus.h"
 #include "consumer_srf.h"
 #include "dead_letter_store.h"
 #include "dead_letters.h"
@@ -93,67 +92,60 @@ decide_dead_letter(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 Datum
 ordering_dead_letter(PG_FUNCTION_ARGS)
 {
-	text	   *consumer;
-	text	   *resource;
-	Datum		key[2];
-	OwnedRel	positions;
-	OwnedRel	parked;
+	ConsumerCall call;
 	KeyDecision kd = {0};
 	ReadyEvent	event;
 	char	   *name;
 	Datum		routed;
 
-	consumer_key_args(fcinfo, &consumer, &resource, &kd.seq);
-	owned_prevent_write("ordering.dead_letter()");
-	if (consumer_routed(fcinfo, DIST_DEAD_LETTER, &routed))
+	consumer_call_args(&call, fcinfo, CALL_SEQ | CALL_PARKED);
+	if (!consumer_call_begin(&call, fcinfo, CONSUMER_OP_DEAD_LETTER,
+							 "ordering.dead_letter()", &routed))
 		PG_RETURN_VOID();
-	key[0] = PointerGetDatum(consumer);
-	key[1] = PointerGetDatum(resource);
-	kd.key = key;
-	name = text_to_cstring(consumer);
-	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
-	consumer_route_confirm(consumer);
-	owned_open(OWNED_PARKED, RowExclusiveLock, &parked);
-	consumer_decide(decide_dead_letter, &kd, &positions);
+	kd.seq = call.seq;
+	name = text_to_cstring(call.consumer);
+	consumer_call_decide(&call, decide_dead_letter, &kd);
 	if (kd.plan == PLAN_BAD_SEQ)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("event " INT64_FORMAT " of consumer \"%s\" and resource \"%s\" was applied already",
-						kd.seq, name, text_to_cstring(resource)),
+						kd.seq, name, text_to_cstring(call.resource)),
 				 errdetail("The position is " INT64_FORMAT ".", kd.position)));
 	if (kd.plan == PLAN_BLOCKED_BELOW)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("consumer \"%s\" and resource \"%s\" are blocked already by the dead letter of event " INT64_FORMAT,
-						name, text_to_cstring(resource), kd.blocked_at),
+						name, text_to_cstring(call.resource), kd.blocked_at),
 				 errdetail("Event " INT64_FORMAT " waits behind it.", kd.seq),
 				 errhint("Retry or discard that dead letter first.")));
 
 	event.seq = kd.seq;
 	event.isnull = PG_ARGISNULL(3);
 	event.payload = event.isnull ? (Datum) 0 : PG_GETARG_DATUM(3);
-	if (parked_exists(&parked, key, kd.seq, SnapshotSelf))
+	if (parked_exists(&call.parked, call.key, kd.seq, SnapshotSelf))
 	{
 		OwnedScan	scan;
 
-		owned_scan_begin(&parked, &scan, key, 2, BTEqualStrategyNumber,
-						 Int64GetDatum(kd.seq), SnapshotSelf);
+		owned_scan_begin(&call.parked, &scan, call.key, 2,
+						 BTEqualStrategyNumber, Int64GetDatum(kd.seq),
+						 SnapshotSelf);
 		if (owned_scan_next(&scan, ForwardScanDirection))
-			owned_delete(&parked, &scan.slot->tts_tid);
+			owned_delete(&call.parked, &scan.slot->tts_tid);
 		owned_scan_end(&scan);
 	}
-	dead_letter_put(&parked, key, &event, NULL,
+	dead_letter_put(call.tables[OWNED_DEAD_LETTERS], &call.parked, call.key,
+					&event, NULL,
 					PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)),
 					NULL);
 	/* a blocked key is not a gap */
-	parked_settle_gap(key, kd.position, true);
+	parked_settle_gap(call.tables[OWNED_GAP_REQUESTS], call.key, kd.position,
+					  true);
 	ordering_stats_count(name, ORDERING_EVENT_CONSUMED, 1);
 	ordering_stats_count(name, ORDERING_EVENT_DEAD_LETTERED, 1);
-	ordering_stats_hot_resource('c', name, text_to_cstring(resource), 1);
-	ordering_log_decision(name, resource, kd.position + 1, kd.seq,
+	ordering_stats_hot_resource('c', name, text_to_cstring(call.resource), 1);
+	ordering_log_decision(name, call.resource, kd.position + 1, kd.seq,
 						  ORDERING_DECISION_DEAD_LETTERED, 0);
-	owned_close(&parked);
-	owned_close(&positions);
+	consumer_call_end(&call);
 	PG_RETURN_VOID();
 }
 
@@ -171,7 +163,8 @@ decide_retry(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 	consumer_read_position(row, values, nulls, kd);
 	kd->plan = PLAN_NOTHING;
 	if (kd->blocked_at == 0 ||
-		!dead_letter_fetch(kd->key, kd->snapshot, &dead, &deadrow))
+		!dead_letter_fetch(kd->tables[OWNED_DEAD_LETTERS], kd->key,
+						   kd->snapshot, &dead, &deadrow))
 		return OWNED_KEEP;
 	kd->seq = dead.seq;
 	kd->payload = dead.payload;
@@ -201,57 +194,28 @@ decide_retry(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 }
 
 /*
- * The routing of retry_dead_letter() (consumer_citus.c), after the checks
- * retry() makes first.
- */
-static bool
-dead_letter_routed(FunctionCallInfo fcinfo, char op, Datum *result)
-{
-	text	   *consumer;
-	text	   *resource;
-
-	consumer_key_args(fcinfo, &consumer, &resource, NULL);
-	owned_prevent_write("ordering.retry_dead_letter()");
-	return consumer_routed(fcinfo, op, result);
-}
-
-/*
- * retry_dead_letter() in both forms: hc NULL for the table form.  Returns
- * how many events ran (or are ready).
+ * retry_dead_letter() in both forms, in a call that runs here: hc NULL for
+ * the table form.  Returns how many events ran (or are ready).
  */
 static int
-retry(FunctionCallInfo fcinfo, HandlerCache *hc, ReadyList *ready)
+retry(ConsumerCall *call, HandlerCache *hc, ReadyList *ready)
 {
-	text	   *consumer;
-	text	   *resource;
-	Datum		key[2];
-	OwnedRel	positions;
-	OwnedRel	parked;
 	KeyDecision kd = {0};
-	char	   *name;
+	char	   *name = text_to_cstring(call->consumer);
 	int			ran = 0;
 
-	consumer_key_args(fcinfo, &consumer, &resource, NULL);
-	owned_prevent_write("ordering.retry_dead_letter()");
-	key[0] = PointerGetDatum(consumer);
-	key[1] = PointerGetDatum(resource);
-	kd.key = key;
-	kd.parked = &parked;
 	kd.ready = ready;
-	name = text_to_cstring(consumer);
-	owned_open(OWNED_POSITIONS, RowExclusiveLock, &positions);
-	consumer_route_confirm(consumer);
-	owned_open(OWNED_PARKED, RowExclusiveLock, &parked);
-	consumer_decide(decide_retry, &kd, &positions);
+	consumer_call_decide(call, decide_retry, &kd);
 	if (kd.plan == PLAN_PARK)
 	{
 		/* its predecessors have not all arrived: it waits like an early one */
-		parked_insert(&parked, key, kd.seq, kd.payload, kd.payload_isnull);
-		dead_letter_remove(key);
+		parked_insert(&call->parked, call->key, kd.seq, kd.payload,
+					  kd.payload_isnull);
+		dead_letter_remove(call->tables[OWNED_DEAD_LETTERS], call->key);
 	}
 	else if (kd.plan == PLAN_APPLY)
 	{
-		ran = consumer_finish_run(&kd, &positions, hc, hc != NULL, true);
+		ran = consumer_finish_run(&kd, &call->positions, hc, hc != NULL, true);
 		/* the dead event failing again counts nothing: it stays dead */
 		if (ran > 0 || ran == ready->n)
 		{
@@ -262,14 +226,13 @@ retry(FunctionCallInfo fcinfo, HandlerCache *hc, ReadyList *ready)
 			if (failed)
 			{
 				ordering_stats_count(name, ORDERING_EVENT_DEAD_LETTERED, 1);
-				ordering_log_decision(name, resource, ready->events[ran].seq,
+				ordering_log_decision(name, call->resource,
+									  ready->events[ran].seq,
 									  ready->events[ran].seq,
 									  ORDERING_DECISION_DEAD_LETTERED, 0);
 			}
 		}
 	}
-	owned_close(&parked);
-	owned_close(&positions);
 	return ran;
 }
 
@@ -284,13 +247,16 @@ retry(FunctionCallInfo fcinfo, HandlerCache *hc, ReadyList *ready)
 Datum
 ordering_retry_dead_letter(PG_FUNCTION_ARGS)
 {
+	ConsumerCall call;
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
 	Datum		routed;
 
-	if (dead_letter_routed(fcinfo, DIST_RETRY, &routed))
+	consumer_call_args(&call, fcinfo, CALL_PARKED | CALL_ROWS);
+	if (!consumer_call_begin(&call, fcinfo, CONSUMER_OP_RETRY,
+							 "ordering.retry_dead_letter()", &routed))
 		return routed;
-	consumer_materialize(fcinfo);
-	(void) retry(fcinfo, NULL, &ready);
+	(void) retry(&call, NULL, &ready);
+	consumer_call_end(&call);
 	consumer_return_ready(fcinfo, &ready);
 	return (Datum) 0;
 }
@@ -308,11 +274,17 @@ ordering_retry_dead_letter_handler(PG_FUNCTION_ARGS)
 {
 	ReadyList	ready = {NULL, 0, 0, CurrentMemoryContext};
 	HandlerCache *hc = handler_lookup(fcinfo, 2);
+	ConsumerCall call;
 	Datum		routed;
+	int			ran;
 
-	if (dead_letter_routed(fcinfo, DIST_RETRY_HANDLER, &routed))
+	consumer_call_args(&call, fcinfo, CALL_PARKED);
+	if (!consumer_call_begin(&call, fcinfo, CONSUMER_OP_RETRY_HANDLER,
+							 "ordering.retry_dead_letter()", &routed))
 		return routed;
-	PG_RETURN_INT32(retry(fcinfo, hc, &ready));
+	ran = retry(&call, hc, &ready);
+	consumer_call_end(&call);
+	PG_RETURN_INT32(ran);
 }
 
 /*

@@ -64,9 +64,8 @@
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
-#include "citus_meta.h"
 #include "compat.h"
-#include "consumer_citus.h"
+#include "citus_consumers.h"
 #include "decision_log.h"
 #include "gaps_citus.h"
 #include "gaps_sql.h"
@@ -150,7 +149,7 @@ shard_group_gaps(const char *tag, const CitusTable *table,
 	for (int i = 0; i < lengthof(suffixes); i++)
 	{
 		CitusShard	sibling;
-		Oid			rel = consumer_dist_relation(tag, suffixes[i]);
+		Oid			rel = citus_consumer_relation(tag, suffixes[i]);
 
 		if (!OidIsValid(rel) || !citus_colocated_shard(rel, shard->minvalue, &sibling))
 			return false;
@@ -241,13 +240,13 @@ ordering_shard_gaps(PG_FUNCTION_ARGS)
 
 	initStringInfo(&out);
 	appendStringInfoChar(&out, '[');
-	consumers = consumer_dist_tags();
+	consumers = citus_consumer_tags();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	foreach(lc, consumers)
 	{
 		const char *tag = (const char *) lfirst(lc);
-		Oid			positions = consumer_dist_relation(tag, "_positions");
+		Oid			positions = citus_consumer_relation(tag, "_positions");
 		CitusTable	table;
 		CitusShard *shards;
 		int			n;
@@ -298,7 +297,7 @@ gaps_citus_sweep(ReturnSetInfo *rsinfo, double deadline)
 	SPITupleTable *nodes;
 	uint64		nnodes;
 
-	if (consumer_dist_tags() == NIL || !citus_is_coordinator())
+	if (citus_consumer_tags() == NIL || !citus_is_coordinator())
 		return;
 	args[0] = CStringGetTextDatum(psprintf("%.17g", deadline));
 	ret = SPI_execute_with_args(cluster_sql, 1, argtypes, args, NULL, false, 0);

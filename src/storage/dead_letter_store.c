@@ -32,16 +32,18 @@
 
 /*
  * The dead letter of a key, as the snapshot sees it; false if there is
- * none.  The payload is copied into the current memory context.
+ * none.  The payload is copied into the current memory context.  Each
+ * function here takes the table of the dead letters: InvalidOid for
+ * ordering.dead_letter_events, else a distributed consumer's shard.
  */
 bool
-dead_letter_fetch(const Datum *key, Snapshot snapshot, DeadLetter *dead,
-				  OwnedRow *row)
+dead_letter_fetch(Oid dead_letters, const Datum *key, Snapshot snapshot,
+				  DeadLetter *dead, OwnedRow *row)
 {
 	OwnedRel	rel;
 	bool		found;
 
-	owned_open(OWNED_DEAD_LETTERS, RowExclusiveLock, &rel);
+	owned_open_as(OWNED_DEAD_LETTERS, dead_letters, RowExclusiveLock, &rel);
 	found = owned_fetch(&rel, key, snapshot, row);
 	if (found)
 	{
@@ -71,15 +73,16 @@ text_or_null(const char *s, Datum *value, bool *isnull)
  * higher seq is parked again (file header).
  */
 void
-dead_letter_put(OwnedRel *parked, const Datum *key, const ReadyEvent *event,
-				const char *sqlstate, const char *message, const char *detail)
+dead_letter_put(Oid dead_letters, OwnedRel *parked, const Datum *key,
+				const ReadyEvent *event, const char *sqlstate,
+				const char *message, const char *detail)
 {
 	OwnedRel	rel;
 	OwnedRow	row;
 	Datum		values[OWNED_MAX_NATTS];
 	bool		nulls[OWNED_MAX_NATTS] = {false};
 
-	owned_open(OWNED_DEAD_LETTERS, RowExclusiveLock, &rel);
+	owned_open_as(OWNED_DEAD_LETTERS, dead_letters, RowExclusiveLock, &rel);
 	if (owned_fetch(&rel, key, SnapshotSelf, &row))
 	{
 		int64		seq = DatumGetInt64(row.values[DEAD_SEQ - 1]);
@@ -124,12 +127,12 @@ dead_letter_put(OwnedRel *parked, const Datum *key, const ReadyEvent *event,
  * Remove the dead letter of a key (the block was lifted).
  */
 void
-dead_letter_remove(const Datum *key)
+dead_letter_remove(Oid dead_letters, const Datum *key)
 {
 	OwnedRel	rel;
 	OwnedRow	row;
 
-	owned_open(OWNED_DEAD_LETTERS, RowExclusiveLock, &rel);
+	owned_open_as(OWNED_DEAD_LETTERS, dead_letters, RowExclusiveLock, &rel);
 	if (owned_fetch(&rel, key, SnapshotSelf, &row))
 		owned_delete(&rel, &row.tid);
 	owned_close(&rel);

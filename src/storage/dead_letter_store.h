@@ -19,11 +19,13 @@ typedef struct DeadLetter
 	bool		isnull;
 } DeadLetter;
 
-extern bool dead_letter_fetch(const Datum *key, Snapshot snapshot,
-							  DeadLetter *dead, OwnedRow *row);
-extern void dead_letter_put(OwnedRel *parked, const Datum *key,
-							const ReadyEvent *event, const char *sqlstate,
-							const char *message, const char *detail);
-extern void dead_letter_remove(const Datum *key);
+extern bool dead_letter_fetch(Oid dead_letters, const Datum *key,
+							  Snapshot snapshot, DeadLetter *dead,
+							  OwnedRow *row);
+extern void dead_letter_put(Oid dead_letters, OwnedRel *parked,
+							const Datum *key, const ReadyEvent *event,
+							const char *sqlstate, const char *message,
+							const char *detail);
+extern void dead_letter_remove(Oid dead_letters, const Datum *key);
 
 #endif							/* ORDERING_DEAD_LETTER_STORE_H */

@@ -70,15 +70,6 @@
  * OID and forgotten with the relation's relcache entry, like that of the
  * tables found by name.
  *
- * Redirected tables.  The calls of a consumer that Citus distributes
- * (consumer_citus.c) run the code of the consumer functions, which opens
- * the consumer tables by their id, on one shard of each of the consumer's
- * own tables.  For the length of such a call, owned_redirect() makes
- * owned_open() of those ids open the shard given instead, through
- * owned_open_relid(); the caller sets the redirect after locking the
- * shards' placement and resets it when the call ends, error or not.  While
- * no redirect is set, owned_open() costs one test more.
- *
  * Writes.  Every function that may write calls owned_prevent_write() before
  * anything else: in a read-only transaction, and so on a hot standby, it
  * fails with SQLSTATE 25006 whatever the call would have done.
@@ -222,9 +213,6 @@ typedef struct OwnedTableState
 
 static OwnedTableState owned_state[OWNED_NUM_TABLES];
 static bool owned_callback_registered = false;
-
-/* Per table, the table opened instead of it for now (file header) */
-static Oid	owned_redirected[OWNED_NUM_TABLES];
 
 /* Per table opened by OID (file header): the shape its relcache entry passed */
 typedef struct OwnedRelidState
@@ -683,11 +671,6 @@ owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel)
 	OwnedTableState *state = &owned_state[id];
 	const OwnedTableDef *def = &owned_defs[id];
 
-	if (unlikely(OidIsValid(owned_redirected[id])))
-	{
-		owned_open_relid(id, owned_redirected[id], mode, orel);
-		return;
-	}
 	if (!owned_callback_registered)
 	{
 		CacheRegisterRelcacheCallback(owned_relcache_callback, (Datum) 0);
@@ -717,21 +700,6 @@ owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel)
 	owned_rel_init(orel, id, mode);
 	orel->desc = state->own_columns != NULL ? state->own_columns :
 		RelationGetDescr(orel->rel);
-}
-
-/*
- * From now on, owned_open(id) opens the table relid (of the shape of table
- * id), or again the extension's own table with InvalidOid (file header).
- * Returns the redirect it replaces, for the caller to restore.
- */
-Oid
-owned_redirect(OwnedTableId id, Oid relid)
-{
-	Oid			previous = owned_redirected[id];
-
-	Assert(id >= 0 && id < OWNED_NUM_TABLES);
-	owned_redirected[id] = relid;
-	return previous;
 }
 
 /*

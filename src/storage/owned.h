@@ -119,7 +119,6 @@ typedef struct OwnedRel
 extern void owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel);
 extern void owned_open_relid(OwnedTableId shape, Oid relid, LOCKMODE mode,
 							 OwnedRel *orel);
-extern Oid	owned_redirect(OwnedTableId id, Oid relid);
 extern Oid	owned_relid(OwnedTableId id);
 extern Relation owned_pk(OwnedRel *orel);
 extern void owned_close(OwnedRel *orel);
@@ -129,5 +128,18 @@ extern void owned_check_key_length(text *key, const char *what);
 extern void owned_index_insert(OwnedRel *orel, HeapTuple tuple,
 							   Bitmapset *changed, OrderingIndexUpdate which);
 extern bool owned_columns_indexed(OwnedRel *orel, Bitmapset *columns);
+
+/*
+ * Open table id, or, if relid is valid, the table relid of its shape (as
+ * owned_open_relid()): the caller found it, a Citus shard say.
+ */
+static inline void
+owned_open_as(OwnedTableId id, Oid relid, LOCKMODE mode, OwnedRel *orel)
+{
+	if (OidIsValid(relid))
+		owned_open_relid(id, relid, mode, orel);
+	else
+		owned_open(id, mode, orel);
+}
 
 #endif							/* ORDERING_OWNED_H */

@@ -257,16 +257,18 @@ parked_insert(OwnedRel *parked, const Datum *key, int64 seq, Datum payload,
  * After the position of the key moved to "position" with events parked:
  * close the gap request of the key if the position reaches its missing_to,
  * or if nothing remains parked (the sweeper asks again for any gap left).
- * Takes the lock of ordering.gap_requests first (file header), and may wait
- * there for a running sweep.
+ * Takes the lock of the gap requests table first (file header), and may
+ * wait there for a running sweep.  gap_requests is that table if it is not
+ * ordering.gap_requests (InvalidOid): a distributed consumer's shard.
  */
 void
-parked_settle_gap(const Datum *key, int64 position, bool nothing_left)
+parked_settle_gap(Oid gap_requests, const Datum *key, int64 position,
+				  bool nothing_left)
 {
 	OwnedRel	gaps;
 	OwnedRow	request;
 
-	owned_open(OWNED_GAP_REQUESTS, RowExclusiveLock, &gaps);
+	owned_open_as(OWNED_GAP_REQUESTS, gap_requests, RowExclusiveLock, &gaps);
 	if (owned_fetch(&gaps, key, SnapshotSelf, &request))
 	{
 		int64		missing_to = DatumGetInt64(request.values[GAP_REQUESTS_MISSING_TO - 1]);

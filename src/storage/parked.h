@@ -61,7 +61,7 @@ extern int64 parked_read_known_run(OwnedRel *parked, const Datum *key,
 								   int64 *next);
 extern void parked_insert(OwnedRel *parked, const Datum *key, int64 seq,
 						  Datum payload, bool isnull);
-extern void parked_settle_gap(const Datum *key, int64 position,
-							  bool nothing_left);
+extern void parked_settle_gap(Oid gap_requests, const Datum *key,
+							  int64 position, bool nothing_left);
 
 #endif							/* ORDERING_PARKED_H */
