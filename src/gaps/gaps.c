@@ -88,9 +88,6 @@
 PG_FUNCTION_INFO_V1(ordering_sweep_gaps);
 PG_FUNCTION_INFO_V1(ordering_gap_deadline_interval);
 
-/* columns of ordering.gap_requests, then the JSON payload */
-#define GAP_REQUEST_NATTS	9
-
 static const char *const lock_sql =
 "LOCK TABLE ordering.gap_requests IN SHARE ROW EXCLUSIVE MODE";
 
@@ -112,6 +109,17 @@ static const char *const restoring_sql =
 " WHERE s.setdatabase OPERATOR(pg_catalog.=) $1"
 "   AND s.setrole OPERATOR(pg_catalog.=) 0::pg_catalog.oid"
 "   AND pg_catalog.starts_with(c, 'ordering.restoring=')";
+
+/*
+ * $1: the requests a node of a cluster swept (gaps_citus.c), a JSON array:
+ * the rows, as sweep_sql returns them.
+ */
+static const char *const node_requests_sql =
+"SELECT g.consumer, g.resource_id, g.missing_from, g.missing_to, g.parked_count,"
+"       g.first_parked_at, g.detected_at, g.last_requested_at, g.attempts,"
+"       e::pg_catalog.text"
+"  FROM pg_catalog.json_array_elements($1::pg_catalog.json) e,"
+"       pg_catalog.json_populate_record(NULL::ordering.gap_requests, e) g";
 
 static SPIPlanPtr lock_plan = NULL;
 static SPIPlanPtr sweep_plan = NULL;
@@ -151,6 +159,45 @@ ordering_database_restoring(void)
 }
 
 /*
+ * Emit the requests a sweep returned (in SPI_tuptable, the columns of
+ * ordering.gap_requests and the row as JSON): each is a row of the result,
+ * sent as NOTIFY ordering_gap with its JSON, counted as GAP_ESCALATED for
+ * its consumer and logged (file header).
+ */
+static void
+emit_requests(ReturnSetInfo *rsinfo)
+{
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		Datum	   *values = palloc0(sizeof(Datum) * rsinfo->setDesc->natts);
+		bool	   *nulls = palloc(sizeof(bool) * rsinfo->setDesc->natts);
+		bool		isnull;
+		char	   *consumer;
+		char	   *payload;
+		int			col;
+
+		for (col = 0; col < rsinfo->setDesc->natts; col++)
+			nulls[col] = true;
+		for (col = 0; col < GAP_REQUEST_NATTS; col++)
+			values[col] = SPI_getbinval(tuple, desc, col + 1, &nulls[col]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+
+		consumer = TextDatumGetCString(values[0]);
+		payload = TextDatumGetCString(SPI_getbinval(tuple, desc,
+													GAP_REQUEST_NATTS + 1,
+													&isnull));
+		Async_Notify("ordering_gap", payload);
+		ordering_stats_count(consumer, ORDERING_EVENT_GAP_ESCALATED, 1);
+		ordering_log_decision(consumer, DatumGetTextPP(values[1]),
+							  DatumGetInt64(values[2]),
+							  DatumGetInt64(values[3]) + 1,
+							  ORDERING_DECISION_GAP, 0);
+	}
+}
+
+/*
  * ordering.sweep_gaps() returns setof ordering.gap_requests
  */
 Datum
@@ -160,7 +207,7 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 	Oid			argtypes[1] = {FLOAT8OID};
 	Datum		args[1];
 	int			ret;
-	uint64		i;
+	ListCell   *lc;
 
 	/* before the lock: a read-only caller must not block deliver() */
 	owned_prevent_write("ordering.sweep_gaps()");
@@ -202,34 +249,21 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "gap sweep failed: %s", SPI_result_code_string(ret));
 
-	for (i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tuple = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		Datum	   *values = palloc0(sizeof(Datum) * rsinfo->setDesc->natts);
-		bool	   *nulls = palloc(sizeof(bool) * rsinfo->setDesc->natts);
-		bool		isnull;
-		char	   *consumer;
-		char	   *payload;
-		int			col;
-
-		for (col = 0; col < rsinfo->setDesc->natts; col++)
-			nulls[col] = true;
-		for (col = 0; col < GAP_REQUEST_NATTS; col++)
-			values[col] = SPI_getbinval(tuple, desc, col + 1, &nulls[col]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-
-		consumer = TextDatumGetCString(values[0]);
-		payload = TextDatumGetCString(SPI_getbinval(tuple, desc,
-													GAP_REQUEST_NATTS + 1,
-													&isnull));
-		Async_Notify("ordering_gap", payload);
-		ordering_stats_count(consumer, ORDERING_EVENT_GAP_ESCALATED, 1);
-		ordering_log_decision(consumer, DatumGetTextPP(values[1]), DatumGetInt64(values[2]), DatumGetInt64(values[3]) + 1, ORDERING_DECISION_GAP, 0);
-	}
+	emit_requests(rsinfo);
 
 	/* the distributed consumers' gaps, on a Citus coordinator */
-	gaps_citus_sweep(rsinfo, (double) ordering_gap_deadline);
+	foreach(lc, gaps_citus_sweep((double) ordering_gap_deadline))
+	{
+		Oid			textoid[1] = {TEXTOID};
+		Datum		json[1] = {CStringGetTextDatum(lfirst(lc))};
+
+		ret = SPI_execute_with_args(node_requests_sql, 1, textoid, json, NULL,
+									true, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "reading the requests of a node failed: %s",
+				 SPI_result_code_string(ret));
+		emit_requests(rsinfo);
+	}
 
 	SPI_finish();
 	return (Datum) 0;

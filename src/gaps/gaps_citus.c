@@ -47,7 +47,6 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "commands/async.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -62,46 +61,20 @@
 #include "utils/regproc.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
-#include "utils/tuplestore.h"
 
 #include "compat.h"
 #include "citus_consumers.h"
-#include "decision_log.h"
 #include "gaps_citus.h"
 #include "gaps_sql.h"
 #include "owned.h"
-#include "stats.h"
 
 PG_FUNCTION_INFO_V1(ordering_shard_gaps);
 
 /*
  * The open gaps past the deadline ($1, seconds) of a shard group: %1$s its
- * positions shard, %2$s its parked shard.  The definition of the view
- * ordering.open_gaps (sql/ordering--1.1--1.2.sql), on the shards.
+ * positions shard, %2$s its parked shard.
  */
-#define SHARD_OPEN_GAPS \
-"SELECT agg.consumer, agg.resource_id," \
-"       COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1 AS missing_from," \
-"       agg.lowest OPERATOR(pg_catalog.-) 1 AS missing_to," \
-"       agg.parked_count, agg.first_parked_at" \
-"  FROM (SELECT p.consumer, p.resource_id," \
-"               pg_catalog.min(p.seq) AS lowest," \
-"               pg_catalog.count(*) AS parked_count," \
-"               pg_catalog.min(p.parked_at) AS first_parked_at" \
-"          FROM %2$s p" \
-"         GROUP BY p.consumer, p.resource_id" \
-"        HAVING pg_catalog.min(p.parked_at) OPERATOR(pg_catalog.<)" \
-"               (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1))) agg" \
-"  LEFT JOIN LATERAL (" \
-"       SELECT ps.position, ps.blocked_at" \
-"         FROM %1$s ps" \
-"        WHERE ps.consumer OPERATOR(pg_catalog.=) agg.consumer" \
-"          AND ps.resource_id OPERATOR(pg_catalog.=) agg.resource_id" \
-"        LIMIT 1) pos ON true" \
-" WHERE agg.lowest OPERATOR(pg_catalog.>)" \
-"       (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)" \
-"   AND (pos.blocked_at IS NULL" \
-"        OR agg.lowest OPERATOR(pg_catalog.<) pos.blocked_at)"
+#define SHARD_OPEN_GAPS ORDERING_OPEN_GAPS_SQL("%1$s", "%2$s")
 
 /* The list of a shard group's open gaps, as JSON rows */
 static const char *const list_sql =
@@ -274,72 +247,43 @@ static const char *const cluster_sql =
 "         pg_catalog.format('SELECT ordering_internal.shard_gaps(%s, true)', $1)) r"
 " ORDER BY r.nodeid";
 
-/* The rows of the requests in the JSON of one node, and their JSON */
-static const char *const rows_sql =
-"SELECT g.consumer, g.resource_id, g.missing_from, g.missing_to, g.parked_count,"
-"       g.first_parked_at, g.detected_at, g.last_requested_at, g.attempts,"
-"       e::pg_catalog.text"
-"  FROM pg_catalog.json_array_elements($1::pg_catalog.json) e,"
-"       pg_catalog.json_populate_record(NULL::ordering.gap_requests, e) g";
-
 /*
  * ordering.sweep_gaps() on the coordinator of a cluster with distributed
- * consumers: their part (file header), after the sweep of the extension's
- * own tables; the requests go to rsinfo, and are announced and counted as
- * gaps.c does.  Nothing elsewhere.  The caller is connected to SPI.
+ * consumers: their part (file header), one sweep on every node.  Returns
+ * what each node's sweep emitted, a JSON array of rows of
+ * ordering.gap_requests per node, in the order of the nodes, for the caller
+ * to announce and count (gaps.c); NIL elsewhere.  The caller is connected
+ * to SPI.
  */
-void
-gaps_citus_sweep(ReturnSetInfo *rsinfo, double deadline)
+List *
+gaps_citus_sweep(double deadline)
 {
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1];
 	int			ret;
-	SPITupleTable *nodes;
-	uint64		nnodes;
+	List	   *requests = NIL;
 
 	if (citus_consumer_tags() == NIL || !citus_is_coordinator())
-		return;
+		return NIL;
 	args[0] = CStringGetTextDatum(psprintf("%.17g", deadline));
 	ret = SPI_execute_with_args(cluster_sql, 1, argtypes, args, NULL, false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "the sweep of the nodes failed: %s", SPI_result_code_string(ret));
-	nodes = SPI_tuptable;
-	nnodes = SPI_processed;
-	for (uint64 i = 0; i < nnodes; i++)
+	for (uint64 i = 0; i < SPI_processed; i++)
 	{
+		HeapTuple	node = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
-		bool		success = DatumGetBool(SPI_getbinval(nodes->vals[i], nodes->tupdesc, 2, &isnull));
-		char	   *result = SPI_getvalue(nodes->vals[i], nodes->tupdesc, 3);
+		bool		success = DatumGetBool(SPI_getbinval(node, desc, 2, &isnull));
+		char	   *result = SPI_getvalue(node, desc, 3);
 
 		if (!success)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("the gap sweep failed on node %s",
-							SPI_getvalue(nodes->vals[i], nodes->tupdesc, 1)),
+							SPI_getvalue(node, desc, 1)),
 					 errdetail("%s", result ? result : "no result")));
-		args[0] = CStringGetTextDatum(result);
-		ret = SPI_execute_with_args(rows_sql, 1, argtypes, args, NULL, true, 0);
-		if (ret != SPI_OK_SELECT)
-			elog(ERROR, "reading the requests of a node failed: %s",
-				 SPI_result_code_string(ret));
-		for (uint64 j = 0; j < SPI_processed; j++)
-		{
-			HeapTuple	tuple = SPI_tuptable->vals[j];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			Datum		values[9];
-			bool		nulls[9];
-			char	   *consumer;
-
-			for (int col = 0; col < 9; col++)
-				values[col] = SPI_getbinval(tuple, desc, col + 1, &nulls[col]);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-			consumer = TextDatumGetCString(values[0]);
-			Async_Notify("ordering_gap", SPI_getvalue(tuple, desc, 10));
-			ordering_stats_count(consumer, ORDERING_EVENT_GAP_ESCALATED, 1);
-			ordering_log_decision(consumer, DatumGetTextPP(values[1]),
-								  DatumGetInt64(values[2]),
-								  DatumGetInt64(values[3]) + 1,
-								  ORDERING_DECISION_GAP, 0);
-		}
+		requests = lappend(requests, result);
 	}
+	return requests;
 }

@@ -9,8 +9,8 @@
 #ifndef ORDERING_GAPS_CITUS_H
 #define ORDERING_GAPS_CITUS_H
 
-#include "nodes/execnodes.h"
+#include "nodes/pg_list.h"
 
-extern void gaps_citus_sweep(ReturnSetInfo *rsinfo, double deadline);
+extern List *gaps_citus_sweep(double deadline);
 
 #endif							/* ORDERING_GAPS_CITUS_H */

@@ -11,6 +11,41 @@
 #define ORDERING_GAPS_SQL_H
 
 /*
+ * The columns of ordering.gap_requests: the rows a sweep returns, each
+ * followed by the row as JSON, which is what it notifies.
+ */
+#define GAP_REQUEST_NATTS	9
+
+/*
+ * The open gaps past the deadline ($1, seconds) of a consumer's positions
+ * and parked events, POSITIONS and PARKED: the definition of the view
+ * ordering.open_gaps, for a distributed consumer's shards (gaps_citus.c).
+ */
+#define ORDERING_OPEN_GAPS_SQL(POSITIONS, PARKED) \
+"SELECT agg.consumer, agg.resource_id," \
+"       COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1 AS missing_from," \
+"       agg.lowest OPERATOR(pg_catalog.-) 1 AS missing_to," \
+"       agg.parked_count, agg.first_parked_at" \
+"  FROM (SELECT p.consumer, p.resource_id," \
+"               pg_catalog.min(p.seq) AS lowest," \
+"               pg_catalog.count(*) AS parked_count," \
+"               pg_catalog.min(p.parked_at) AS first_parked_at" \
+"          FROM " PARKED " p" \
+"         GROUP BY p.consumer, p.resource_id" \
+"        HAVING pg_catalog.min(p.parked_at) OPERATOR(pg_catalog.<)" \
+"               (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1))) agg" \
+"  LEFT JOIN LATERAL (" \
+"       SELECT ps.position, ps.blocked_at" \
+"         FROM " POSITIONS " ps" \
+"        WHERE ps.consumer OPERATOR(pg_catalog.=) agg.consumer" \
+"          AND ps.resource_id OPERATOR(pg_catalog.=) agg.resource_id" \
+"        LIMIT 1) pos ON true" \
+" WHERE agg.lowest OPERATOR(pg_catalog.>)" \
+"       (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)" \
+"   AND (pos.blocked_at IS NULL" \
+"        OR agg.lowest OPERATOR(pg_catalog.<) pos.blocked_at)"
+
+/*
  * One sweep: $1 is the deadline in seconds; OPEN_GAPS a relation (or
  * subquery) of the open gaps, REQUESTS the gap requests table, RESULT the
  * select list of the rows returned (of upsert u).  "gap" is the list of
