@@ -17,10 +17,12 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/guc.h"
 
 #include "ordering.h"
 #include "provisional.h"
 #include "settings.h"
+#include "standbys.h"
 #include "statement_counters.h"
 #include "stats.h"
 #include "worker.h"
@@ -39,6 +41,8 @@ _PG_init(void)
 	ordering_preloaded = process_shared_preload_libraries_in_progress;
 
 	ordering_define_settings();
+	ordering_standbys_define_settings();
+	MarkGUCPrefixReserved("ordering");
 	provisional_init();
 	pending_init();
 	ordering_stats_init();

@@ -19,9 +19,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "decision_log.h"
 #include "settings.h"
-#include "standbys.h"
 
 int			ordering_gap_deadline = 300;
 int			ordering_sweep_interval = 60;
@@ -33,6 +31,7 @@ int			ordering_hot_sketches = 128;
 int			ordering_hot_size = 32;
 char	   *ordering_sweep_role = NULL;
 bool		ordering_restoring = false;
+bool		ordering_log_decisions = false;
 
 /*
  * Define the ordering.* settings.
@@ -107,8 +106,6 @@ ordering_define_settings(void)
 							 0,
 							 NULL, NULL, NULL);
 
-	ordering_standbys_define_settings();
-
 	/*
 	 * Sizes of the shared statistics: they exist only when preloaded, and
 	 * PGC_POSTMASTER settings can only be defined then.
@@ -151,6 +148,4 @@ ordering_define_settings(void)
 								0,
 								NULL, NULL, NULL);
 	}
-
-	MarkGUCPrefixReserved("ordering");
 }

@@ -22,6 +22,9 @@ extern char *ordering_sweep_role;
 /* True while a restore runs: ordering.pre_restore() .. post_restore() */
 extern bool ordering_restoring;
 
+/* ordering.log_decisions: consumer decisions go to the server log */
+extern bool ordering_log_decisions;
+
 /* Define the ordering.* settings; called first by _PG_init */
 extern void ordering_define_settings(void);
 

@@ -21,8 +21,6 @@
 
 #include "decision_log.h"
 
-bool		ordering_log_decisions = false;
-
 static const char *const decision_names[] = {
 	[ORDERING_DECISION_APPLIED] = "applied",
 	[ORDERING_DECISION_STALE] = "stale",

@@ -43,8 +43,7 @@ typedef enum OrderingDecision
 	ORDERING_DECISION_SKIPPED
 } OrderingDecision;
 
-/* ordering.log_decisions, defined in ordering.c */
-extern bool ordering_log_decisions;
+#include "settings.h"				/* ordering.log_decisions */
 
 extern void ordering_log_decision_write(const char *consumer,
 										const text *resource, int64 expected,
