@@ -22,9 +22,9 @@ OBJS = \
 	src/producer/producer.o \
 	src/producer/provisional.o \
 	src/producer/counters.o \
-	src/producer/statement_counters.o \
+	src/producer/held_counters.o \
 	src/producer/attached.o \
-	src/producer/attachments.o \
+	src/producer/registry.o \
 	src/producer/restore.o \
 	src/producer/resource_key.o \
 	src/producer/wakeup.o \
@@ -36,12 +36,12 @@ OBJS = \
 	src/consumer/handlers.o \
 	src/consumer/dead_letters.o \
 	src/consumer/newer_only.o \
-	src/consumer/consumer_citus.o \
-	src/consumer/consumer_call.o \
+	src/consumer/citus_route.o \
+	src/consumer/citus_call.o \
 	src/gaps/gaps.o \
-	src/gaps/gaps_citus.o \
+	src/gaps/citus_gaps.o \
 	src/gaps/worker.o \
-	src/citus/citus.o \
+	src/citus/citus_counters.o \
 	src/citus/citus_meta.o \
 	src/citus/citus_consumers.o \
 	src/stats/stats.o \

@@ -23,7 +23,7 @@
 #include "provisional.h"
 #include "settings.h"
 #include "standbys.h"
-#include "statement_counters.h"
+#include "held_counters.h"
 #include "stats.h"
 #include "worker.h"
 

@@ -10,7 +10,7 @@
 #include "postgres.h"
 
 #include "consumer.h"
-#include "consumer_citus.h"
+#include "citus_route.h"
 #include "consumer_srf.h"
 
 /*

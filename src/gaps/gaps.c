@@ -78,7 +78,7 @@
 
 #include "decision_log.h"
 #include "gaps.h"
-#include "gaps_citus.h"
+#include "citus_gaps.h"
 #include "gaps_sql.h"
 #include "owned.h"
 #include "plans.h"

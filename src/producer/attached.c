@@ -82,7 +82,7 @@
 #include "utils/snapmgr.h"
 
 #include "attached.h"
-#include "citus.h"
+#include "citus_counters.h"
 #include "owned_rows.h"
 #include "text_equal.h"
 

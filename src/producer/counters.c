@@ -46,10 +46,10 @@
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 
-#include "citus.h"
+#include "citus_counters.h"
 #include "counters.h"
 #include "owned_rows.h"
-#include "statement_counters.h"
+#include "held_counters.h"
 #include "stats.h"
 #include "wakeup.h"
 

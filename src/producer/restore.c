@@ -53,7 +53,7 @@
 #include "utils/rel.h"
 
 #include "attached.h"
-#include "citus.h"
+#include "citus_counters.h"
 #include "counters.h"
 #include "owned.h"
 #include "owned_rows.h"

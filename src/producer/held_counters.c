@@ -67,7 +67,7 @@
 #include "utils/memutils.h"
 
 #include "compat.h"
-#include "statement_counters.h"
+#include "held_counters.h"
 
 /* A held counter's key */
 typedef struct PendingKey

@@ -64,7 +64,7 @@
 
 #include "compat.h"
 #include "citus_consumers.h"
-#include "gaps_citus.h"
+#include "citus_gaps.h"
 #include "gaps_sql.h"
 #include "owned.h"
 

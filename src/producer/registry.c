@@ -67,7 +67,7 @@
 #include "utils/syscache.h"
 
 #include "attached.h"
-#include "citus.h"
+#include "citus_counters.h"
 #include "owned_rows.h"
 
 PG_FUNCTION_INFO_V1(ordering_attachment_register);

@@ -93,7 +93,7 @@
 #include "as_owner.h"
 #include "citus_consumers.h"
 #include "compat.h"
-#include "consumer_citus.h"
+#include "citus_route.h"
 #include "consumer_srf.h"
 #include "text_equal.h"
 

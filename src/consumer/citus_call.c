@@ -48,7 +48,7 @@
 
 #include "citus_consumers.h"
 #include "compat.h"
-#include "consumer_citus.h"
+#include "citus_route.h"
 #include "dead_letters.h"
 #include "text_equal.h"
 
