@@ -19,13 +19,11 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "gaps.h"
 #include "ordering.h"
-#include "provisional.h"
+#include "producer.h"
 #include "settings.h"
-#include "standbys.h"
-#include "held_counters.h"
 #include "stats.h"
-#include "worker.h"
 
 PG_MODULE_MAGIC;
 

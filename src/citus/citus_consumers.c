@@ -41,7 +41,7 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
-#include "citus_consumers.h"
+#include "citus.h"
 #include "sha256.h"
 
 PG_FUNCTION_INFO_V1(ordering_consumer_tag);

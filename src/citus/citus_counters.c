@@ -125,7 +125,7 @@
 #include "utils/snapmgr.h"
 
 #include "as_owner.h"
-#include "citus_counters.h"
+#include "citus.h"
 #include "compat.h"
 #include "plans.h"
 

@@ -77,7 +77,7 @@
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
-#include "citus_meta.h"
+#include "citus.h"
 
 /* field4 of Citus's co-located shards metadata lock (resource_lock.h) */
 #define CITUS_COLOCATED_SHARDS_METADATA_LOCK	8

@@ -61,9 +61,7 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "batch.h"
 #include "consumer.h"
-#include "consumer_srf.h"
 #include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_deliver_batch);

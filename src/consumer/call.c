@@ -10,8 +10,6 @@
 #include "postgres.h"
 
 #include "consumer.h"
-#include "citus_route.h"
-#include "consumer_srf.h"
 
 /*
  * Check a consumer name: not empty, not too long (SQLSTATE 22023).

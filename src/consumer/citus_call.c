@@ -46,10 +46,9 @@
 #include "utils/regproc.h"
 #include "utils/tuplestore.h"
 
-#include "citus_consumers.h"
+#include "citus.h"
 #include "compat.h"
-#include "citus_route.h"
-#include "dead_letters.h"
+#include "consumer.h"
 #include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_consumer_call);

@@ -91,10 +91,9 @@
 #include "utils/tuplestore.h"
 
 #include "as_owner.h"
-#include "citus_consumers.h"
+#include "citus.h"
 #include "compat.h"
-#include "citus_route.h"
-#include "consumer_srf.h"
+#include "consumer.h"
 #include "text_equal.h"
 
 /*

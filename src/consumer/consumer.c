@@ -92,7 +92,6 @@
 #include "utils/tuplestore.h"
 
 #include "consumer.h"
-#include "consumer_srf.h"
 #include "dead_letter_store.h"
 #include "decision_log.h"
 #include "settings.h"

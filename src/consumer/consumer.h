@@ -1,11 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * consumer.h
- *	  The decisions of the consumer side and the single-event consumer
- *	  functions (consumer.c), for the files above it: batch.c (the
- *	  set-based deliver_batch/apply_batch), dead_letters.c (dead_letter,
- *	  retry_dead_letter, discard_dead_letter) and consumer_call.c (a
- *	  distributed consumer's call on the node of its resource).
+ * consumer_new.h
+ *	  What the files of the consumer side share: a section per file
+ *	  (README.md).
  *
  *-------------------------------------------------------------------------
  */
@@ -13,11 +10,73 @@
 #define ORDERING_CONSUMER_H
 
 #include "fmgr.h"
+#include "funcapi.h"
 
-#include "batch.h"
-#include "handlers.h"
-#include "owned_rows.h"
+#include "owned.h"
 #include "parked.h"
+
+/*
+ * The result set of a consumer function that returns rows
+ */
+
+/*
+ * Set up the tuplestore of the calls that return (seq, payload) rows.  The
+ * executor passes the row type it expects (our OUT parameters) in
+ * expectedDesc: using it saves building the same descriptor from pg_proc at
+ * every call, which get_call_result_type() would.
+ */
+static inline void
+consumer_materialize(FunctionCallInfo fcinfo)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		expected = rsinfo != NULL && IsA(rsinfo, ReturnSetInfo) &&
+	rsinfo->expectedDesc != NULL;
+
+	InitMaterializedSRF(fcinfo, expected ? MAT_SRF_USE_EXPECTED_DESC : 0);
+}
+
+/*
+ * batch.c: deliver_batch() and apply_batch()
+ */
+
+/*
+ * One event of a batch call, as batch.c read it from the call's arrays and
+ * checked it.  The routing of a distributed consumer's batch
+ * (consumer_citus.c) splits these same events into parts.
+ */
+typedef struct BatchEvent
+{
+	text	   *resource;
+	int64		seq;
+	Datum		payload;
+	bool		isnull;			/* the payload's */
+} BatchEvent;
+
+extern PGDLLEXPORT Datum ordering_deliver_batch(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_deliver_batch_handler(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_apply_batch(PG_FUNCTION_ARGS);
+
+/*
+ * handlers.c: the handler of the calls that take one
+ */
+
+/* A resolved handler of deliver(..., handler), cached in fn_extra */
+typedef struct HandlerCache
+{
+	Oid			handler;
+	bool		strict;
+	FmgrInfo	flinfo;
+} HandlerCache;
+
+extern HandlerCache *handler_lookup(FunctionCallInfo fcinfo, int argno);
+extern bool handler_dead_lettering(FunctionCallInfo fcinfo, int argno);
+extern int	handler_run(HandlerCache *hc, const Datum *key, ReadyList *ready,
+						bool guarded, ErrorData **failure);
+extern void handler_check_reentry(const Datum *key);
+
+/*
+ * call.c and consumer.c: a call, and the decisions
+ */
 
 /*
  * The consumer functions, by the letter that names each to the call
@@ -155,5 +214,43 @@ extern PGDLLEXPORT Datum ordering_deliver_handler(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum ordering_apply_if_newer(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum ordering_position(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum ordering_skip_gap(PG_FUNCTION_ARGS);
+
+/*
+ * dead_letters.c: the consumer functions of dead letters
+ */
+
+extern PGDLLEXPORT Datum ordering_dead_letter(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_retry_dead_letter(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_retry_dead_letter_handler(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum ordering_discard_dead_letter(PG_FUNCTION_ARGS);
+
+/*
+ * citus_route.c: where the call of a distributed consumer runs
+ */
+
+/*
+ * The call of a distributed consumer running on this node for its resource
+ * (consumer_call.c): the calls made while it runs for the same consumer and
+ * resource run on these shards.
+ */
+typedef struct CitusRouteHere
+{
+	text	   *consumer;
+	text	   *resource;
+	Oid			tables[OWNED_NUM_TABLES];	/* the shards of the group, by
+											 * the table they stand for */
+	const int32 *ords;			/* a part of a batch: the ords of its events
+								 * in the whole batch, else NULL */
+} CitusRouteHere;
+
+extern bool citus_route_call(FunctionCallInfo fcinfo, char op,
+							 ConsumerCall *call, Datum *result);
+extern bool citus_route_batch(FunctionCallInfo fcinfo, char op,
+							  const BatchEvent *events, int n,
+							  ConsumerCall *call, Datum *result);
+extern void citus_route_confirm(const ConsumerCall *call);
+extern const CitusRouteHere *citus_route_enter(const CitusRouteHere *call);
+extern void citus_route_leave(const CitusRouteHere *outer);
+extern bool citus_route_op_returns_rows(char op);
 
 #endif							/* ORDERING_CONSUMER_H */

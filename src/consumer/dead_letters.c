@@ -43,9 +43,7 @@
 #include "utils/timestamp.h"
 
 #include "consumer.h"
-#include "consumer_srf.h"
 #include "dead_letter_store.h"
-#include "dead_letters.h"
 #include "decision_log.h"
 #include "stats.h"
 

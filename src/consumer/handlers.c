@@ -50,7 +50,7 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
-#include "handlers.h"
+#include "consumer.h"
 #include "text_equal.h"
 
 /* A key whose handler runs, on the stack of handler_run() (file header) */

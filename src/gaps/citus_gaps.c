@@ -62,10 +62,9 @@
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
+#include "citus.h"
 #include "compat.h"
-#include "citus_consumers.h"
-#include "citus_gaps.h"
-#include "gaps_sql.h"
+#include "gaps.h"
 #include "owned.h"
 
 PG_FUNCTION_INFO_V1(ordering_shard_gaps);

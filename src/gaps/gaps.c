@@ -78,8 +78,6 @@
 
 #include "decision_log.h"
 #include "gaps.h"
-#include "citus_gaps.h"
-#include "gaps_sql.h"
 #include "owned.h"
 #include "plans.h"
 #include "settings.h"

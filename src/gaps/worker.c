@@ -73,7 +73,6 @@
 #include "gaps.h"
 #include "plans.h"
 #include "settings.h"
-#include "worker.h"
 
 PGDLLEXPORT void ordering_launcher_main(Datum main_arg);
 PGDLLEXPORT void ordering_sweeper_main(Datum main_arg);

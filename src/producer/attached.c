@@ -81,9 +81,9 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "attached.h"
-#include "citus_counters.h"
-#include "owned_rows.h"
+#include "citus.h"
+#include "owned.h"
+#include "producer.h"
 #include "text_equal.h"
 
 PG_FUNCTION_INFO_V1(ordering_sequencing_trigger);

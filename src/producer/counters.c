@@ -46,12 +46,10 @@
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 
-#include "citus_counters.h"
-#include "counters.h"
-#include "owned_rows.h"
-#include "held_counters.h"
+#include "citus.h"
+#include "owned.h"
+#include "producer.h"
 #include "stats.h"
-#include "wakeup.h"
 
 /* What a call asks of a counter */
 typedef enum CounterMode

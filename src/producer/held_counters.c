@@ -67,7 +67,7 @@
 #include "utils/memutils.h"
 
 #include "compat.h"
-#include "held_counters.h"
+#include "producer.h"
 
 /* A held counter's key */
 typedef struct PendingKey

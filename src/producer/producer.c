@@ -65,16 +65,12 @@
 #include "utils/portal.h"
 #include "utils/rel.h"
 
-#include "attached.h"
-#include "counters.h"
 #include "owned.h"
-#include "provisional.h"
-#include "resource_key.h"
+#include "producer.h"
 #include "settings.h"
 #include "stats.h"
 #include "text_equal.h"
 #include "triggers.h"
-#include "wakeup.h"
 
 PG_FUNCTION_INFO_V1(ordering_sequence_trigger);
 PG_FUNCTION_INFO_V1(ordering_sequence_stored);

@@ -95,10 +95,8 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "attached.h"
 #include "compat.h"
-#include "counters.h"
-#include "provisional.h"
+#include "producer.h"
 #include "text_equal.h"
 
 /* The records, oldest first, in TopTransactionContext */

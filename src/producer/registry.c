@@ -66,9 +66,9 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "attached.h"
-#include "citus_counters.h"
-#include "owned_rows.h"
+#include "citus.h"
+#include "owned.h"
+#include "producer.h"
 
 PG_FUNCTION_INFO_V1(ordering_attachment_register);
 PG_FUNCTION_INFO_V1(ordering_attachment_unregister);

@@ -47,7 +47,7 @@
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
-#include "resource_key.h"
+#include "producer.h"
 
 /* Nesting of arrays, ranges and composites we look into for refused types */
 #define KEY_TYPE_MAX_DEPTH	8

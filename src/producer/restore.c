@@ -52,12 +52,9 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "attached.h"
-#include "citus_counters.h"
-#include "counters.h"
+#include "citus.h"
 #include "owned.h"
-#include "owned_rows.h"
-#include "resource_key.h"
+#include "producer.h"
 #include "triggers.h"
 
 PG_FUNCTION_INFO_V1(ordering_sequences_load);

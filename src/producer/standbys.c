@@ -84,7 +84,7 @@
 #include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
 
-#include "standbys.h"
+#include "producer.h"
 
 PG_FUNCTION_INFO_V1(ordering_wait_for_standbys);
 

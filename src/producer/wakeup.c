@@ -58,8 +58,8 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "producer.h"
 #include "text_equal.h"
-#include "wakeup.h"
 
 bool		ordering_wakeup_armed = false;
 

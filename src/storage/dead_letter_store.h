@@ -8,7 +8,7 @@
 #ifndef ORDERING_DEAD_LETTER_STORE_H
 #define ORDERING_DEAD_LETTER_STORE_H
 
-#include "owned_rows.h"
+#include "owned.h"
 #include "parked.h"
 
 /* A dead letter as stored */

@@ -132,7 +132,6 @@
 #include "compat.h"
 #include "owned.h"
 #include "owned_internal.h"
-#include "owned_rows.h"
 
 /* prune a page when it has less free space than this (file header) */
 #define OWNED_PRUNE_FREE		(BLCKSZ / 8)

@@ -13,7 +13,7 @@
 #ifndef ORDERING_PARKED_H
 #define ORDERING_PARKED_H
 
-#include "owned_rows.h"
+#include "owned.h"
 
 /* An event to apply now: the one delivered, or a drained one */
 typedef struct ReadyEvent
