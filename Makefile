@@ -20,6 +20,7 @@ ORDERING_SRC_DIRS = producer consumer gaps citus stats storage common
 OBJS = \
 	src/ordering.o \
 	src/producer/producer.o \
+	src/producer/statement.o \
 	src/producer/provisional.o \
 	src/producer/counters.o \
 	src/producer/held_counters.o \

@@ -41,8 +41,9 @@ _PG_init(void)
 	ordering_define_settings();
 	ordering_standbys_define_settings();
 	MarkGUCPrefixReserved("ordering");
+	statement_init();
 	provisional_init();
-	pending_init();
+	held_init();
 	ordering_stats_init();
 	if (ordering_preloaded)
 		ordering_worker_register();

@@ -255,7 +255,7 @@ static const char *const cluster_sql =
  * to SPI.
  */
 List *
-gaps_citus_sweep(double deadline)
+citus_gaps_sweep(double deadline)
 {
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1];

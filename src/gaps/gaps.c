@@ -250,7 +250,7 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 	emit_requests(rsinfo);
 
 	/* the distributed consumers' gaps, on a Citus coordinator */
-	foreach(lc, gaps_citus_sweep((double) ordering_gap_deadline))
+	foreach(lc, citus_gaps_sweep((double) ordering_gap_deadline))
 	{
 		Oid			textoid[1] = {TEXTOID};
 		Datum		json[1] = {CStringGetTextDatum(lfirst(lc))};

@@ -115,7 +115,7 @@ extern bool ordering_database_restoring(void);
  * citus_gaps.c: the sweep of distributed consumers
  */
 
-extern List *gaps_citus_sweep(double deadline);
+extern List *citus_gaps_sweep(double deadline);
 
 /*
  * worker.c: the background workers

@@ -172,16 +172,16 @@ counter_request(Oid counters, text *stream, text *resource,
 /*
  * The counter of (stream, resource) in "counters" held by a statement, or
  * NULL.  *relid (the cache's key: the counter table's OID) and *hash are
- * set for pending_add().
+ * set for held_add().
  */
-static PendingCounter *
+static HeldCounter *
 held_counter(Oid counters, text *stream, text *resource, Oid *relid,
 			 uint32 *hash)
 {
 	*relid = OidIsValid(counters) ? counters :
 		owned_relid(OWNED_SEQUENCES);
-	*hash = pending_key_hash(*relid, stream, resource);
-	return pending_find(*relid, stream, resource, *hash);
+	*hash = held_key_hash(*relid, stream, resource);
+	return held_find(*relid, stream, resource, *hash);
 }
 
 /*
@@ -240,11 +240,11 @@ refuse_overflow(text *stream, text *resource)
  * The next number of a held counter.
  */
 static int64
-held_next(PendingCounter *pc)
+held_next(HeldCounter *pc)
 {
 	if (pc->last == PG_INT64_MAX)
 		refuse_overflow(pc->stream, pc->resource);
-	pending_set(pc, pc->last + 1);
+	held_set(pc, pc->last + 1);
 	return pc->last;
 }
 
@@ -255,11 +255,11 @@ int64
 counter_next_in(Oid counters, text *stream, text *resource)
 {
 	CounterRequest req = {COUNTER_NEXT};
-	PendingCounter *pc;
+	HeldCounter *pc;
 	Oid			relid;
 	uint32		hash;
 
-	if (pending_count > 0 &&
+	if (held_count > 0 &&
 		(pc = held_counter(counters, stream, resource, &relid, &hash)) != NULL)
 		return held_next(pc);
 	counter_request(counters, stream, resource, &req);
@@ -287,12 +287,12 @@ counter_take_row_in(Oid counters, text *stream, text *resource,
 					bool asserted, int64 seq, CounterSource source,
 					bool stored, bool *counted)
 {
-	PendingCounter *pc = NULL;
-	bool		bulk = pending_statement_is_bulk();
+	HeldCounter *pc = NULL;
+	bool		bulk = held_statement_is_bulk();
 	Oid			relid = InvalidOid;
 	uint32		hash = 0;
 
-	if (pending_count > 0 || bulk)
+	if (held_count > 0 || bulk)
 		pc = held_counter(counters, stream, resource, &relid, &hash);
 	if (pc == NULL)
 	{
@@ -305,7 +305,7 @@ counter_take_row_in(Oid counters, text *stream, text *resource,
 		if (req.overflow)
 			refuse_overflow(stream, resource);
 		if (bulk)
-			pc = pending_add(relid, stream, resource, hash, req.result);
+			pc = held_add(relid, stream, resource, hash, req.result);
 		if (pc == NULL)
 		{
 			*counted = false;
@@ -335,15 +335,15 @@ void
 counter_raise(text *stream, text *resource, int64 seq)
 {
 	CounterRequest req = {COUNTER_RAISE, seq};
-	PendingCounter *pc;
+	HeldCounter *pc;
 	Oid			relid;
 	uint32		hash;
 
-	if (pending_count > 0 &&
+	if (held_count > 0 &&
 		(pc = held_counter(InvalidOid, stream, resource, &relid, &hash)) != NULL)
 	{
 		if (seq > pc->last)
-			pending_set(pc, seq);
+			held_set(pc, seq);
 		return;
 	}
 	counter_request(InvalidOid, stream, resource, &req);
@@ -358,16 +358,16 @@ bool
 counter_give_back_in(Oid counters, text *stream, text *resource, int64 seq)
 {
 	CounterRequest req = {COUNTER_GIVE_BACK, seq};
-	PendingCounter *pc;
+	HeldCounter *pc;
 	Oid			relid;
 	uint32		hash;
 
-	if (pending_count > 0 &&
+	if (held_count > 0 &&
 		(pc = held_counter(counters, stream, resource, &relid, &hash)) != NULL)
 	{
 		if (pc->last != seq)
 			return false;
-		pending_set(pc, seq - 1);
+		held_set(pc, seq - 1);
 		return true;
 	}
 	counter_request(counters, stream, resource, &req);
@@ -387,7 +387,7 @@ static int64
 counter_last(text *stream, text *resource)
 {
 	Snapshot	snapshot;
-	PendingCounter *pc;
+	HeldCounter *pc;
 	Oid			relid;
 	uint32		hash;
 	OwnedRel	orel;
@@ -405,7 +405,7 @@ counter_last(text *stream, text *resource)
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_TABLE,
 					   RelationGetRelationName(orel.rel));
-	if (pending_count > 0 &&
+	if (held_count > 0 &&
 		(pc = held_counter(InvalidOid, stream, resource, &relid, &hash)) != NULL &&
 		snapshot->curcid > pc->changed_cid)
 	{
@@ -434,10 +434,10 @@ counter_last(text *stream, text *resource)
 static bool
 counter_next_held(text *stream, text *resource, int64 *seq)
 {
-	PendingCounter *pc;
+	HeldCounter *pc;
 
-	if (pending_count == 0 ||
-		(pc = pending_find_any(stream, resource)) == NULL)
+	if (held_count == 0 ||
+		(pc = held_find_any(stream, resource)) == NULL)
 		return false;
 	*seq = held_next(pc);
 	return true;
@@ -449,11 +449,11 @@ counter_next_held(text *stream, text *resource, int64 *seq)
 static bool
 counter_last_held(text *stream, text *resource, int64 *seq)
 {
-	PendingCounter *pc;
+	HeldCounter *pc;
 	Snapshot	snapshot;
 
-	if (pending_count == 0 ||
-		(pc = pending_find_any(stream, resource)) == NULL)
+	if (held_count == 0 ||
+		(pc = held_find_any(stream, resource)) == NULL)
 		return false;
 	snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() :
 		GetTransactionSnapshot();
@@ -523,7 +523,7 @@ counter_report_stored(text *stream, text *resource, int64 n)
  * Write a held counter with its final value, and report its stored rows.
  */
 static void
-write_held(PendingCounter *pc)
+write_held(HeldCounter *pc)
 {
 	if (pc->last != pc->written)
 	{
@@ -558,7 +558,7 @@ write_held(PendingCounter *pc)
 void
 counter_statement_begin(bool bulk)
 {
-	pending_statement_begin(bulk);
+	held_statement_begin(bulk);
 }
 
 /*
@@ -569,19 +569,19 @@ counter_statement_begin(bool bulk)
 void
 counter_statement_end(void)
 {
-	PendingCounter *pc;
+	HeldCounter *pc;
 
-	while ((pc = pending_statement_take()) != NULL)
+	while ((pc = held_statement_take()) != NULL)
 	{
 		write_held(pc);
-		pending_forget(pc);
+		held_forget(pc);
 	}
-	while ((pc = pending_orphan_take()) != NULL)
+	while ((pc = held_orphan_take()) != NULL)
 	{
 		write_held(pc);
-		pending_forget(pc);
+		held_forget(pc);
 	}
-	pending_statement_end();
+	held_statement_end();
 }
 
 /*
@@ -590,7 +590,7 @@ counter_statement_end(void)
 void
 counter_statement_abandon(void)
 {
-	pending_statement_abandon();
+	held_statement_abandon();
 }
 
 /*
@@ -599,7 +599,7 @@ counter_statement_abandon(void)
 bool
 counter_any_held(void)
 {
-	return pending_count > 0;
+	return held_count > 0;
 }
 
 /*
@@ -609,11 +609,11 @@ counter_any_held(void)
 void
 counter_before_commit(void)
 {
-	PendingCounter *pc;
+	HeldCounter *pc;
 
-	while ((pc = pending_orphan_take()) != NULL)
+	while ((pc = held_orphan_take()) != NULL)
 	{
 		write_held(pc);
-		pending_forget(pc);
+		held_forget(pc);
 	}
 }

@@ -70,38 +70,38 @@
 #include "producer.h"
 
 /* A held counter's key */
-typedef struct PendingKey
+typedef struct HeldKey
 {
 	Oid			relid;
 	uint32		hash;
 	text	   *stream;
 	text	   *resource;
-} PendingKey;
+} HeldKey;
 
 /* A held counter: its key, its place in a list, and the counter */
-typedef struct PendingEntry
+typedef struct HeldEntry
 {
-	PendingKey	key;
+	HeldKey	key;
 	dlist_node	node;			/* in its statement's list, or the orphans' */
-	PendingCounter data;
-} PendingEntry;
+	HeldCounter data;
+} HeldEntry;
 
 /*
  * The hash table (lib/simplehash.h): slots point to the entries, which
  * never move.
  */
-typedef struct PendingSlot
+typedef struct HeldSlot
 {
-	PendingKey *key;			/* &entry->key */
+	HeldKey *key;			/* &entry->key */
 	uint32		hash;
 	char		status;
-} PendingSlot;
+} HeldSlot;
 
 /*
  * Do two keys of the same hash name the same counter?
  */
 static inline bool
-pending_key_equal(const PendingKey *a, const PendingKey *b)
+held_key_equal(const HeldKey *a, const HeldKey *b)
 {
 	return a->relid == b->relid &&
 		VARSIZE_ANY_EXHDR(a->resource) == VARSIZE_ANY_EXHDR(b->resource) &&
@@ -112,12 +112,12 @@ pending_key_equal(const PendingKey *a, const PendingKey *b)
 			   VARSIZE_ANY_EXHDR(a->stream)) == 0;
 }
 
-#define SH_PREFIX pendingtab
-#define SH_ELEMENT_TYPE PendingSlot
-#define SH_KEY_TYPE PendingKey *
+#define SH_PREFIX heldtab
+#define SH_ELEMENT_TYPE HeldSlot
+#define SH_KEY_TYPE HeldKey *
 #define SH_KEY key
 #define SH_HASH_KEY(tb, k) ((k)->hash)
-#define SH_EQUAL(tb, a, b) pending_key_equal(a, b)
+#define SH_EQUAL(tb, a, b) held_key_equal(a, b)
 #define SH_STORE_HASH
 #define SH_GET_HASH(tb, a) ((a)->hash)
 #define SH_SCOPE static inline
@@ -126,33 +126,33 @@ pending_key_equal(const PendingKey *a, const PendingKey *b)
 #include "lib/simplehash.h"
 
 /* What a subtransaction below created_subid did to a counter */
-typedef struct PendingUndo
+typedef struct HeldUndo
 {
 	SubTransactionId subid;		/* the subtransaction that changed it */
 	SubTransactionId prev_subid;	/* the one that had changed it before */
 	CommandId	prev_cid;
 	int64		last_before;
-	PendingEntry *entry;
-} PendingUndo;
+	HeldEntry *entry;
+} HeldUndo;
 
 /* A statement running at some depth */
-typedef struct PendingStatement
+typedef struct HeldStatement
 {
 	bool		bulk;			/* may hold counters */
 	dlist_head	held;
-} PendingStatement;
+} HeldStatement;
 
-int			pending_count = 0;
+int			held_count = 0;
 
-static MemoryContext pending_cxt = NULL;	/* the hash table, the log */
+static MemoryContext held_cxt = NULL;	/* the hash table, the log */
 static MemoryContext entries_cxt = NULL;	/* the entries (its child) */
-static pendingtab_hash *pending_hash = NULL;
+static heldtab_hash *held_hash = NULL;
 
-static PendingUndo *undo_log = NULL;
+static HeldUndo *undo_log = NULL;
 static int	undo_n = 0;
 static int	undo_max = 0;
 
-static PendingStatement *statements = NULL; /* [1 .. depth] */
+static HeldStatement *statements = NULL; /* [1 .. depth] */
 static int	depth = 0;
 static int	depth_max = 0;
 
@@ -163,7 +163,7 @@ static dlist_head orphans = DLIST_STATIC_INIT(orphans);
  * rows of a statement share their stream: its hash is remembered.
  */
 uint32
-pending_key_hash(Oid relid, text *stream, text *resource)
+held_key_hash(Oid relid, text *stream, text *resource)
 {
 	static Oid	last_relid = InvalidOid;
 	static char last_stream[NAMEDATALEN * 2 + 2];
@@ -189,20 +189,20 @@ pending_key_hash(Oid relid, text *stream, text *resource)
 /*
  * The counter held for a key, or NULL.
  */
-PendingCounter *
-pending_find(Oid relid, text *stream, text *resource, uint32 hash)
+HeldCounter *
+held_find(Oid relid, text *stream, text *resource, uint32 hash)
 {
-	PendingKey	key = {relid, hash, stream, resource};
-	PendingSlot *slot;
+	HeldKey	key = {relid, hash, stream, resource};
+	HeldSlot *slot;
 
-	if (pending_count == 0)
+	if (held_count == 0)
 		return NULL;
-	slot = pendingtab_lookup_hash(pending_hash, &key, hash);
+	slot = heldtab_lookup_hash(held_hash, &key, hash);
 	if (slot == NULL)
 		return NULL;
 	/* slot->key is &entry->key */
-	return &((PendingEntry *) ((char *) slot->key -
-							   offsetof(PendingEntry, key)))->data;
+	return &((HeldEntry *) ((char *) slot->key -
+							   offsetof(HeldEntry, key)))->data;
 }
 
 /*
@@ -212,24 +212,24 @@ pending_find(Oid relid, text *stream, text *resource, uint32 hash)
  * shard).  A resource of a stream has one counter table at a time, so at
  * most one matches.  A walk over every held counter: only for such callers.
  */
-PendingCounter *
-pending_find_any(text *stream, text *resource)
+HeldCounter *
+held_find_any(text *stream, text *resource)
 {
-	pendingtab_iterator iter;
-	PendingSlot *slot;
+	heldtab_iterator iter;
+	HeldSlot *slot;
 
-	if (pending_count == 0)
+	if (held_count == 0)
 		return NULL;
-	pendingtab_start_iterate(pending_hash, &iter);
-	while ((slot = pendingtab_iterate(pending_hash, &iter)) != NULL)
+	heldtab_start_iterate(held_hash, &iter);
+	while ((slot = heldtab_iterate(held_hash, &iter)) != NULL)
 	{
-		PendingKey	key = *slot->key;
+		HeldKey	key = *slot->key;
 
 		key.stream = stream;
 		key.resource = resource;
-		if (pending_key_equal(slot->key, &key))
-			return &((PendingEntry *) ((char *) slot->key -
-									   offsetof(PendingEntry, key)))->data;
+		if (held_key_equal(slot->key, &key))
+			return &((HeldEntry *) ((char *) slot->key -
+									   offsetof(HeldEntry, key)))->data;
 	}
 	return NULL;
 }
@@ -238,26 +238,26 @@ pending_find_any(text *stream, text *resource)
  * The entry of a list node (dlist_container() without its type check, whose
  * NULL cppcheck takes for a dereference).
  */
-static inline PendingEntry *
+static inline HeldEntry *
 entry_of_node(dlist_node *node)
 {
-	return (PendingEntry *) ((char *) node - offsetof(PendingEntry, node));
+	return (HeldEntry *) ((char *) node - offsetof(HeldEntry, node));
 }
 
 /*
  * The entry of a counter.
  */
-static inline PendingEntry *
-entry_of(PendingCounter *pc)
+static inline HeldEntry *
+entry_of(HeldCounter *pc)
 {
-	return (PendingEntry *) ((char *) pc - offsetof(PendingEntry, data));
+	return (HeldEntry *) ((char *) pc - offsetof(HeldEntry, data));
 }
 
 /*
  * Does the running statement hold counters (file header)?
  */
 bool
-pending_statement_is_bulk(void)
+held_statement_is_bulk(void)
 {
 	return depth > 0 && statements[depth].bulk;
 }
@@ -268,47 +268,47 @@ pending_statement_is_bulk(void)
  * nothing, when the statement holds no counters or all the memory it may
  * already (file header).
  */
-PendingCounter *
-pending_add(Oid relid, text *stream, text *resource, uint32 hash, int64 value)
+HeldCounter *
+held_add(Oid relid, text *stream, text *resource, uint32 hash, int64 value)
 {
-	PendingEntry *entry;
-	PendingCounter *pc;
-	PendingSlot *slot;
+	HeldEntry *entry;
+	HeldCounter *pc;
+	HeldSlot *slot;
 	Size		slen = VARSIZE_ANY(stream);
 	Size		rlen = VARSIZE_ANY(resource);
 	bool		found;
 
-	if (!pending_statement_is_bulk())
+	if (!held_statement_is_bulk())
 		return NULL;
-	if (pending_cxt == NULL)
+	if (held_cxt == NULL)
 	{
-		pending_cxt = AllocSetContextCreate(TopTransactionContext,
+		held_cxt = AllocSetContextCreate(TopTransactionContext,
 											"ordering statement counters",
 											ALLOCSET_DEFAULT_MINSIZE,
 											(Size) ALLOCSET_DEFAULT_INITSIZE,
 											(Size) ALLOCSET_DEFAULT_MAXSIZE);
 		/* entries of all sizes, packed (they are freed together, mostly) */
-		entries_cxt = GenerationContextCreate(pending_cxt,
+		entries_cxt = GenerationContextCreate(held_cxt,
 											  "ordering statement counter entries",
 											  ALLOCSET_DEFAULT_MINSIZE,
 											  (Size) ALLOCSET_DEFAULT_INITSIZE,
 											  (Size) ALLOCSET_DEFAULT_MAXSIZE);
-		pending_hash = pendingtab_create(pending_cxt, 256, NULL);
+		held_hash = heldtab_create(held_cxt, 256, NULL);
 	}
-	else if (MemoryContextMemAllocated(pending_cxt, true) >
+	else if (MemoryContextMemAllocated(held_cxt, true) >
 			 get_hash_memory_limit())
 		return NULL;
 
 	/* the entry and copies of its key in one chunk */
-	entry = MemoryContextAlloc(entries_cxt, MAXALIGN(sizeof(PendingEntry)) +
+	entry = MemoryContextAlloc(entries_cxt, MAXALIGN(sizeof(HeldEntry)) +
 							   INTALIGN(slen) + rlen);
 	entry->key.relid = relid;
 	entry->key.hash = hash;
-	entry->key.stream = (text *) ((char *) entry + MAXALIGN(sizeof(PendingEntry)));
+	entry->key.stream = (text *) ((char *) entry + MAXALIGN(sizeof(HeldEntry)));
 	entry->key.resource = (text *) ((char *) entry->key.stream + INTALIGN(slen));
 	memcpy(entry->key.stream, stream, slen);
 	memcpy(entry->key.resource, resource, rlen);
-	slot = pendingtab_insert_hash(pending_hash, &entry->key, hash, &found);
+	slot = heldtab_insert_hash(held_hash, &entry->key, hash, &found);
 	Assert(!found);
 	slot->key = &entry->key;
 
@@ -323,7 +323,7 @@ pending_add(Oid relid, text *stream, text *resource, uint32 hash, int64 value)
 	pc->stored = 0;
 	pc->owner = depth;
 	dlist_push_head(&statements[depth].held, &entry->node);
-	pending_count++;
+	held_count++;
 	return pc;
 }
 
@@ -332,13 +332,13 @@ pending_add(Oid relid, text *stream, text *resource, uint32 hash, int64 value)
  * subtransaction below the one that holds it (file header).
  */
 void
-pending_set(PendingCounter *pc, int64 value)
+held_set(HeldCounter *pc, int64 value)
 {
 	SubTransactionId subid = GetCurrentSubTransactionId();
 
 	if (subid != pc->changed_subid)
 	{
-		PendingUndo *u;
+		HeldUndo *u;
 
 		/* changed_subid is open: the current one or one of its parents */
 		Assert(subid > pc->changed_subid);
@@ -347,8 +347,8 @@ pending_set(PendingCounter *pc, int64 value)
 			int			newmax = Max(16, undo_max * 2);
 
 			undo_log = undo_log == NULL ?
-				MemoryContextAlloc(pending_cxt, newmax * sizeof(PendingUndo)) :
-				repalloc(undo_log, newmax * sizeof(PendingUndo));
+				MemoryContextAlloc(held_cxt, newmax * sizeof(HeldUndo)) :
+				repalloc(undo_log, newmax * sizeof(HeldUndo));
 			undo_max = newmax;
 		}
 		u = &undo_log[undo_n++];
@@ -369,32 +369,32 @@ pending_set(PendingCounter *pc, int64 value)
  * created_subid, and the caller is in created_subid (or rolling it back).
  */
 void
-pending_forget(PendingCounter *pc)
+held_forget(HeldCounter *pc)
 {
-	PendingEntry *entry = entry_of(pc);
-	PendingSlot *slot;
+	HeldEntry *entry = entry_of(pc);
+	HeldSlot *slot;
 
 	dlist_delete(&entry->node);
-	slot = pendingtab_lookup_hash(pending_hash, &entry->key, entry->key.hash);
+	slot = heldtab_lookup_hash(held_hash, &entry->key, entry->key.hash);
 	Assert(slot != NULL && slot->key == &entry->key);
-	pendingtab_delete_item(pending_hash, slot);
+	heldtab_delete_item(held_hash, slot);
 	pfree(entry);
-	pending_count--;
+	held_count--;
 }
 
 /*
  * A statement begins; "bulk" if it may hold counters (file header).
  */
 void
-pending_statement_begin(bool bulk)
+held_statement_begin(bool bulk)
 {
 	if (depth + 1 >= depth_max)
 	{
 		int			newmax = Max(8, depth_max * 2);
 
 		statements = statements == NULL ?
-			MemoryContextAlloc(TopMemoryContext, newmax * sizeof(PendingStatement)) :
-			repalloc(statements, newmax * sizeof(PendingStatement));
+			MemoryContextAlloc(TopMemoryContext, newmax * sizeof(HeldStatement)) :
+			repalloc(statements, newmax * sizeof(HeldStatement));
 		depth_max = newmax;
 	}
 	depth++;
@@ -408,14 +408,14 @@ pending_statement_begin(bool bulk)
  * one (never expected: a statement runs in one) is orphaned instead, to be
  * written in its own.
  */
-PendingCounter *
-pending_statement_take(void)
+HeldCounter *
+held_statement_take(void)
 {
 	dlist_head *held = &statements[depth].held;
 
 	while (!dlist_is_empty(held))
 	{
-		PendingEntry *entry = entry_of_node(dlist_head_node(held));
+		HeldEntry *entry = entry_of_node(dlist_head_node(held));
 
 		if (entry->data.created_subid == GetCurrentSubTransactionId())
 			return &entry->data;
@@ -431,7 +431,7 @@ pending_statement_take(void)
  * The statement ended and wrote its counters.
  */
 void
-pending_statement_end(void)
+held_statement_end(void)
 {
 	Assert(depth > 0 && dlist_is_empty(&statements[depth].held));
 	depth--;
@@ -441,14 +441,14 @@ pending_statement_end(void)
  * The statement failed: its counters are orphaned (file header).
  */
 void
-pending_statement_abandon(void)
+held_statement_abandon(void)
 {
 	dlist_mutable_iter iter;
 
 	Assert(depth > 0);
 	dlist_foreach_modify(iter, &statements[depth].held)
 	{
-		PendingEntry *entry = entry_of_node(iter.cur);
+		HeldEntry *entry = entry_of_node(iter.cur);
 
 		dlist_delete(&entry->node);
 		entry->data.owner = 0;
@@ -461,14 +461,14 @@ pending_statement_abandon(void)
  * An orphaned counter of the current subtransaction, to write and then
  * forget; NULL if there is none.
  */
-PendingCounter *
-pending_orphan_take(void)
+HeldCounter *
+held_orphan_take(void)
 {
 	dlist_iter	iter;
 
 	dlist_foreach(iter, &orphans)
 	{
-		PendingEntry *entry = entry_of_node(iter.cur);
+		HeldEntry *entry = entry_of_node(iter.cur);
 
 		if (entry->data.created_subid == GetCurrentSubTransactionId())
 			return &entry->data;
@@ -483,19 +483,19 @@ pending_orphan_take(void)
  * Committed: its log entries and orphans pass to its parent.
  */
 static void
-pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 						 SubTransactionId parentSubid, void *arg)
 {
 	dlist_mutable_iter iter;
 
-	if (pending_count == 0)
+	if (held_count == 0)
 		return;
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
 		while (undo_n > 0 && undo_log[undo_n - 1].subid >= mySubid)
 		{
-			PendingUndo *u = &undo_log[--undo_n];
-			PendingCounter *pc = &u->entry->data;
+			HeldUndo *u = &undo_log[--undo_n];
+			HeldCounter *pc = &u->entry->data;
 
 			pc->last = u->last_before;
 			pc->changed_subid = u->prev_subid;
@@ -503,10 +503,10 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		}
 		dlist_foreach_modify(iter, &orphans)
 		{
-			PendingEntry *entry = entry_of_node(iter.cur);
+			HeldEntry *entry = entry_of_node(iter.cur);
 
 			if (entry->data.created_subid >= mySubid)
-				pending_forget(&entry->data);
+				held_forget(&entry->data);
 		}
 	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
@@ -518,8 +518,8 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			kept--;
 		for (int i = kept; i < undo_n; i++)
 		{
-			PendingUndo *u = &undo_log[i];
-			PendingCounter *pc = &u->entry->data;
+			HeldUndo *u = &undo_log[i];
+			HeldCounter *pc = &u->entry->data;
 
 			pc->changed_subid = parentSubid;
 			/* the parent's own entry (or the counter's creation) covers it */
@@ -531,7 +531,7 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		undo_n = kept;
 		dlist_foreach_modify(iter, &orphans)
 		{
-			PendingEntry *entry = entry_of_node(iter.cur);
+			HeldEntry *entry = entry_of_node(iter.cur);
 
 			if (entry->data.created_subid == mySubid)
 				entry->data.created_subid = parentSubid;
@@ -543,7 +543,7 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
  * The transaction ends: its memory went with TopTransactionContext.
  */
 static void
-pending_xact_callback(XactEvent event, void *arg)
+held_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
@@ -552,9 +552,9 @@ pending_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
-			pending_cxt = entries_cxt = NULL;
-			pending_hash = NULL;
-			pending_count = 0;
+			held_cxt = entries_cxt = NULL;
+			held_hash = NULL;
+			held_count = 0;
 			undo_log = NULL;
 			undo_n = undo_max = 0;
 			dlist_init(&orphans);
@@ -570,8 +570,8 @@ pending_xact_callback(XactEvent event, void *arg)
  * Register the callbacks (from _PG_init).
  */
 void
-pending_init(void)
+held_init(void)
 {
-	RegisterXactCallback(pending_xact_callback, NULL);
-	RegisterSubXactCallback(pending_subxact_callback, NULL);
+	RegisterXactCallback(held_xact_callback, NULL);
+	RegisterSubXactCallback(held_subxact_callback, NULL);
 }

@@ -77,7 +77,7 @@ counter_give_back(text *stream, text *resource, int64 seq)
  * subtransaction created_subid (which holds the row's lock); "last" is the
  * counter's true value, the highest number handed out.
  */
-typedef struct PendingCounter
+typedef struct HeldCounter
 {
 	/* the key */
 	Oid			relid;			/* the counter relation */
@@ -95,28 +95,28 @@ typedef struct PendingCounter
 
 	int			owner;			/* depth of the statement that writes it, 0
 								 * once orphaned */
-} PendingCounter;
+} HeldCounter;
 
 /* How many counters are held (a test before any lookup) */
-extern int	pending_count;
+extern int	held_count;
 
-extern uint32 pending_key_hash(Oid relid, text *stream, text *resource);
-extern PendingCounter *pending_find(Oid relid, text *stream, text *resource,
+extern uint32 held_key_hash(Oid relid, text *stream, text *resource);
+extern HeldCounter *held_find(Oid relid, text *stream, text *resource,
 									uint32 hash);
-extern PendingCounter *pending_find_any(text *stream, text *resource);
-extern PendingCounter *pending_add(Oid relid, text *stream, text *resource,
+extern HeldCounter *held_find_any(text *stream, text *resource);
+extern HeldCounter *held_add(Oid relid, text *stream, text *resource,
 								   uint32 hash, int64 value);
-extern void pending_set(PendingCounter *pc, int64 value);
-extern void pending_forget(PendingCounter *pc);
+extern void held_set(HeldCounter *pc, int64 value);
+extern void held_forget(HeldCounter *pc);
 
-extern bool pending_statement_is_bulk(void);
-extern void pending_statement_begin(bool bulk);
-extern PendingCounter *pending_statement_take(void);
-extern void pending_statement_end(void);
-extern void pending_statement_abandon(void);
-extern PendingCounter *pending_orphan_take(void);
+extern bool held_statement_is_bulk(void);
+extern void held_statement_begin(bool bulk);
+extern HeldCounter *held_statement_take(void);
+extern void held_statement_end(void);
+extern void held_statement_abandon(void);
+extern HeldCounter *held_orphan_take(void);
 
-extern void pending_init(void);
+extern void held_init(void);
 
 /*
  * provisional.c: numbers handed to rows that may not be stored
@@ -144,12 +144,24 @@ extern bool provisional_move_delete(Oid relid, ItemPointer tid);
 extern void provisional_move_arm(text *stream, text *resource, int64 seq);
 extern bool provisional_move_take(text *stream, text *resource, int64 seq);
 
+extern bool provisional_level_enter(bool may_skip);
+extern void provisional_level_settle(void);
+extern void provisional_level_fail(void);
+extern void provisional_level_leave(bool outer_may_skip);
+extern bool provisional_statement_may_skip(void);
+
 extern Provisional *provisional_stored(void);
 extern void provisional_free(Provisional *p);
 extern void provisional_settle_level(void);
 extern void provisional_await_check(Provisional *p);
 extern bool provisional_check_stored(text *stream, text *resource, int64 seq,
 									 text **given_to);
+
+/*
+ * statement.c: where a statement's rows begin and end
+ */
+
+extern void statement_init(void);
 
 /*
  * attached.c: is the table a sequencing trigger fires on attached?
