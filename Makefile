@@ -19,7 +19,7 @@ MODULE_big = ordering
 ORDERING_SRC_DIRS = producer consumer gaps citus stats storage common
 OBJS = \
 	src/ordering.o \
-	src/producer/producer.o \
+	src/producer/sequencing.o \
 	src/producer/statement.o \
 	src/producer/provisional.o \
 	src/producer/counters.o \
@@ -31,7 +31,7 @@ OBJS = \
 	src/producer/wakeup.o \
 	src/producer/standbys.o \
 	src/producer/antientropy.o \
-	src/consumer/consumer.o \
+	src/consumer/decisions.o \
 	src/consumer/call.o \
 	src/consumer/batch.o \
 	src/consumer/handlers.o \
@@ -39,7 +39,7 @@ OBJS = \
 	src/consumer/newer_only.o \
 	src/consumer/citus_route.o \
 	src/consumer/citus_call.o \
-	src/gaps/gaps.o \
+	src/gaps/sweep.o \
 	src/gaps/citus_gaps.o \
 	src/gaps/worker.o \
 	src/citus/citus_counters.o \

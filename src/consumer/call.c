@@ -146,6 +146,22 @@ consumer_call_begin_batch(ConsumerCall *call, FunctionCallInfo fcinfo,
 }
 
 /*
+ * Decide for one key of ordering.positions with decide(), which sees the
+ * key's parked events through kd->parked with the decision snapshot, and
+ * write what it decided.
+ */
+void
+consumer_decide(OwnedDecide decide, KeyDecision *kd, OwnedRel *positions)
+{
+	SnapshotData buf;
+	OwnedRow	row;
+
+	handler_check_reentry(kd->key);
+	kd->snapshot = owned_decision_snapshot(&buf);
+	owned_advance(positions, kd->key, decide, kd, &row);
+}
+
+/*
  * Decide, in the call, for the key of its frame with decide(), which sees
  * the key's parked events through kd->parked (consumer.c).
  */

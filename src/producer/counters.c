@@ -514,7 +514,9 @@ counter_report_stored(text *stream, text *resource, int64 n)
 
 	ordering_stats_sequence_assigned(name, n);
 	ordering_stats_hot_resource('s', name, key, n);
-	ordering_wakeup_stored(stream);
+	/* with the option off everywhere, one load and a branch (wakeup.c) */
+	if (unlikely(ordering_wakeup_armed))
+		ordering_wakeup_stored_row(stream);
 	pfree(name);
 	pfree(key);
 }

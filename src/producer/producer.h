@@ -61,12 +61,6 @@ extern void counter_statement_abandon(void);
 extern bool counter_any_held(void);
 extern void counter_before_commit(void);
 
-static inline bool
-counter_give_back(text *stream, text *resource, int64 seq)
-{
-	return counter_give_back_in(InvalidOid, stream, resource, seq);
-}
-
 /*
  * held_counters.c: the counters a running statement holds in memory
  */
@@ -207,18 +201,6 @@ extern bool ordering_wakeup_armed;
 
 extern void ordering_wakeup_arm(text *stream);
 extern void ordering_wakeup_stored_row(text *stream);
-
-/*
- * A row that got a number of "stream" was stored (producer.c): queue the
- * wake-up if the stream asked for one.  With the option off everywhere,
- * one load and a branch.
- */
-static inline void
-ordering_wakeup_stored(text *stream)
-{
-	if (unlikely(ordering_wakeup_armed))
-		ordering_wakeup_stored_row(stream);
-}
 
 /*
  * standbys.c: failover-safe publishing

@@ -16,7 +16,7 @@
 #include "utils/timestamp.h"
 
 #include "sketch.h"
-#include "stats.h"
+#include "stats_events.h"
 
 /* Key of both shared tables; zero-padded, compared as bytes */
 typedef struct StatsKey

@@ -114,7 +114,7 @@
 
 #include "compat.h"
 #include "owned.h"
-#include "owned_internal.h"
+#include "owned_tid_cache.h"
 
 /* A column as the install script made it */
 typedef struct OwnedColumn

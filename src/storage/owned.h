@@ -128,6 +128,7 @@ extern void owned_check_key_length(text *key, const char *what);
 extern void owned_index_insert(OwnedRel *orel, HeapTuple tuple,
 							   Bitmapset *changed, OrderingIndexUpdate which);
 extern bool owned_columns_indexed(OwnedRel *orel, Bitmapset *columns);
+extern Oid	owned_column_type(OwnedTableId id, AttrNumber attno);
 
 /*
  * Open table id, or, if relid is valid, the table relid of its shape (as

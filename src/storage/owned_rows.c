@@ -131,7 +131,7 @@
 
 #include "compat.h"
 #include "owned.h"
-#include "owned_internal.h"
+#include "owned_tid_cache.h"
 
 /* prune a page when it has less free space than this (file header) */
 #define OWNED_PRUNE_FREE		(BLCKSZ / 8)
@@ -178,7 +178,7 @@ parked_hash(const Datum *key, int64 seq)
 static OwnedTidSlot *
 cache_set(uint64 hash)
 {
-	return owned_tid_cache_set(OWNED_POSITIONS, hash);
+	return owned_tid_cache_set(false, hash);
 }
 
 /*
@@ -350,7 +350,7 @@ fetch_cached(OwnedRel *orel, const Datum *key, uint64 hash, Snapshot snapshot,
 
 	if (!ORDERING_FAST_PATHS)
 		return false;
-	set = owned_tid_cache_set(orel->id, hash);
+	set = owned_tid_cache_set(orel->id == OWNED_PARKED, hash);
 	for (int way = 0; way < OWNED_TID_CACHE_WAYS; way++)
 	{
 		OwnedTidSlot *slot = &set[way];
@@ -659,7 +659,7 @@ insert_row(OwnedRel *orel, Datum *values, bool *nulls)
 		uint64		hash = parked_hash(values,
 									   DatumGetInt64(values[PARKED_SEQ - 1]));
 
-		owned_tid_cache_remember(owned_tid_cache_set(OWNED_PARKED, hash),
+		owned_tid_cache_remember(owned_tid_cache_set(true, hash),
 								 RelationGetRelid(orel->rel), hash,
 								 &tuple->t_self);
 	}

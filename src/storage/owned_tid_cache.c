@@ -12,7 +12,7 @@
 
 #include "utils/memutils.h"
 
-#include "owned_internal.h"
+#include "owned_tid_cache.h"
 
 /*
  * Entries of the TID cache (a power of two), in sets of OWNED_TID_CACHE_WAYS:
@@ -73,13 +73,13 @@ cache_set_in(OwnedTidSlot **cache, int size, uint64 hash)
 }
 
 /*
- * The cache set of a key's hash, in the cache of the table's rows: parked
- * events have one of their own.
+ * The cache set of a key's hash, in the cache of the keyed tables' rows or,
+ * for a parked event, in the parked events' own.
  */
 OwnedTidSlot *
-owned_tid_cache_set(OwnedTableId id, uint64 hash)
+owned_tid_cache_set(bool parked, uint64 hash)
 {
-	if (id == OWNED_PARKED)
+	if (parked)
 		return cache_set_in(&owned_parked_cache, OWNED_PARKED_CACHE_SIZE, hash);
 	return cache_set_in(&owned_tid_cache, OWNED_TID_CACHE_SIZE, hash);
 }

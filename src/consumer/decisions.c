@@ -413,22 +413,6 @@ decide_block(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 }
 
 /*
- * Decide for one key of ordering.positions with decide(), which sees the
- * key's parked events through kd->parked with the decision snapshot, and
- * write what it decided.
- */
-void
-consumer_decide(OwnedDecide decide, KeyDecision *kd, OwnedRel *positions)
-{
-	SnapshotData buf;
-	OwnedRow	row;
-
-	handler_check_reentry(kd->key);
-	kd->snapshot = owned_decision_snapshot(&buf);
-	owned_advance(positions, kd->key, decide, kd, &row);
-}
-
-/*
  * The position row of kd->key was written for applying kd->ready (position
  * kd->end).  Run the handler on the events, if there is one (without, the
  * caller applies the returned rows itself), and settle the rest:

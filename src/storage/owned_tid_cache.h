@@ -1,22 +1,19 @@
 /*-------------------------------------------------------------------------
  *
- * owned_internal.h
- *	  What the two files of the storage layer share, and nobody else uses.
+ * owned_tid_cache.h
+ *	  The storage layer's TID caches (owned_tid_cache.c), for owned_rows.c
+ *	  and owned.c.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef ORDERING_OWNED_INTERNAL_H
-#define ORDERING_OWNED_INTERNAL_H
+#ifndef ORDERING_OWNED_TID_CACHE_H
+#define ORDERING_OWNED_TID_CACHE_H
 
-#include "owned.h"
-
-/* owned.c: the type of a column of one of the tables */
-extern Oid	owned_column_type(OwnedTableId id, AttrNumber attno);
+#include "storage/itemptr.h"
 
 /*
- * owned_tid_cache.c: where a backend last found a key's row (the root of
- * its HOT chain), in sets of OWNED_TID_CACHE_WAYS entries, the most
- * recently found first
+ * Where a backend last found a key's row (the root of its HOT chain), in
+ * sets of OWNED_TID_CACHE_WAYS entries, the most recently found first
  */
 #define OWNED_TID_CACHE_WAYS	8
 
@@ -27,7 +24,7 @@ typedef struct OwnedTidSlot
 	ItemPointerData tid;		/* root of the row's HOT chain */
 } OwnedTidSlot;
 
-extern OwnedTidSlot *owned_tid_cache_set(OwnedTableId id, uint64 hash);
+extern OwnedTidSlot *owned_tid_cache_set(bool parked, uint64 hash);
 extern void owned_tid_cache_remember(OwnedTidSlot *set, Oid relid,
 									 uint64 hash, ItemPointer root);
 extern void owned_tid_cache_forget(Oid relid);
@@ -45,4 +42,4 @@ owned_tid_cache_found(OwnedTidSlot *set, int way)
 	set[0] = tmp;
 }
 
-#endif							/* ORDERING_OWNED_INTERNAL_H */
+#endif							/* ORDERING_OWNED_TID_CACHE_H */
