@@ -1,15 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * ordering.c
- *	  Module entry point: _PG_init, which defines the settings and installs
- *	  what the library needs at load time.
- *
- * The SQL API works whether or not the library is preloaded.  Preloading
- * (shared_preload_libraries = 'ordering') additionally reserves shared
- * memory for statistics and registers the gap-sweeper background worker.
- *
- * Layer: the top.  This file includes the headers of the files whose
- * load-time setup it calls, and no file includes its header.
+ *	  The module entry point: _PG_init defines the settings and installs
+ *	  what the library needs at load time.  Preloading
+ *	  (shared_preload_libraries) adds the statistics' shared memory and the
+ *	  gap sweeper's background workers; the SQL API works without it.
+ *	  src/README.md describes the folders below.
  *
  *-------------------------------------------------------------------------
  */

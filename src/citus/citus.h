@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * citus_new.h
+ * citus.h
  *	  What the Citus files share, and what the producer, the consumers and
  *	  the gap sweep ask of them: a section per file (README.md).
  *

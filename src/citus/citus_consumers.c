@@ -1,27 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * citus_consumers.c
- *	  The consumers whose state Citus distributes
- *	  (ordering.distribute_consumer()): which they are, the names of their
- *	  tables, and the shards of a resource's group, locked.
- *
- * distribute_consumer(consumer, colocate_with) gives the consumer four
- * tables of the shapes of ordering.positions, ordering.parked,
- * ordering.dead_letter_events and ordering.gap_requests, distributed by
- * resource_id and co-located with colocate_with (the consumer's
- * projection), and a call function, all in schema ordering_internal and
- * named after the consumer's tag, "consumer_" and 16 hex digits of SHA-256
- * of its name: <tag>_positions, <tag>_parked, <tag>_dead_letters,
- * <tag>_gap_requests and <tag>_call.  Citus creates them on every node with
- * metadata, so every node finds a consumer's tables by name alone; their
- * existence is what makes the consumer distributed (the registry
- * ordering_internal.distributed_consumers only lists them for SQL).
- *
- * What a backend knows of them is forgotten at any change of pg_class
- * (a relation created, dropped or renamed), and counted by an epoch, so
- * that a call that decided to run on the extension's own tables can
- * confirm, once it holds their lock, that its consumer was not
- * distributed meanwhile (citus_consumer_confirm()).
+ *	  The consumers Citus distributes: which they are, the names of their
+ *	  tables, and the shards of a resource's group, locked (README.md,
+ *	  "Distributed consumers").
  *
  *-------------------------------------------------------------------------
  */
@@ -80,7 +62,7 @@ const CitusConsumerTable citus_consumer_tables[CITUS_CONSUMER_NUM_TABLES] = {
 };
 
 /*
- * The tag of a consumer (file header) into buf (CITUS_CONSUMER_TAG_LEN + 1 bytes).
+ * The tag of a consumer (README.md) into buf (CITUS_CONSUMER_TAG_LEN + 1 bytes).
  */
 void
 citus_consumer_tag(text *consumer, char *buf)
@@ -303,7 +285,7 @@ citus_consumer_shards_keep_changing(Oid positions)
  */
 void
 citus_consumer_lock_resource(Oid positions, text *resource, CitusTable *table,
-				   CitusShard *shard)
+							 CitusShard *shard)
 {
 	if (!citus_table(positions, table))
 		citus_consumer_not_distributed(positions);
@@ -328,4 +310,3 @@ citus_consumer_lock_resource(Oid positions, text *resource, CitusTable *table,
 			citus_consumer_shards_keep_changing(positions);
 	}
 }
-

@@ -1,107 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * citus.c
- *	  Streams distributed by Citus: the counter shard of each shard, and
- *	  next_sequence() routed to it.
- *
- * ordering.attach() of a table that Citus distributes by hash on its
- * resource column (sql/ordering--1.1--1.2.sql, "Citus: producers") gives
- * the stream a counter table of its own, ordering_internal.sequences_<h>
- * (h: the first 16 hex digits of the md5 of the stream, so that every node
- * can name it from the stream alone), shaped like ordering.sequences and
- * distributed by resource_id, co-located with the table.  The sequencing
- * trigger gets the counter table's name as a fourth argument, and Citus
- * copies the trigger, arguments verbatim, to every shard of the table, to
- * the shell of the table on every node, and to every shard it creates later
- * (moves, splits).  On a shard, the trigger counts in the co-located shard
- * of the counter table, which Citus keeps on the same node: co-located
- * tables have the same hash ranges, their shards of one range are moved and
- * split together.
- *
- * Finding the counter shard.  From the shard's name ("<table>_<shard ID>",
- * as Citus names shards), the Citus metadata on this node (synced to every
- * worker) gives the distributed table, the shard's hash range, and the
- * counter table's shard of the same range, whose name the metadata gives
- * too.  The trigger then refuses to count (SQLSTATE 0A000) unless:
- *
- *	- the relation is the shard the metadata names, and it is placed on this
- *	  node (a shard that Citus moved away and will drop is not);
- *	- its table is distributed by hash on the trigger's resource column, and
- *	  the table itself (its shell on this node) carries a sequencing trigger
- *	  with the same arguments: that is where attach() recorded it;
- *	- the counter table is distributed in the same co-location group, by
- *	  resource_id, and its shard of the range is placed on this node (else
- *	  SQLSTATE 55000: someone undid what attach() made);
- *	- for each row, its resource hashes into the shard's range (a row that
- *	  Citus routed always does; one stored into a shard by hand might not,
- *	  and the counter shard next to it would count its resource wrongly).
- *
- * The metadata is read with the newest snapshot, whatever the isolation
- * level of the producer's transaction, and if it does not show the shard
- * and its counter shard on this node yet, the trigger waits for it (polls,
- * at most METADATA_WAIT_MS) before refusing.  Citus commits a move's or a
- * split's metadata on each node with two-phase commit, one node after the
- * other, and routes rows with the metadata of the node where a statement
- * began: a row may reach the new placement of a shard (or a new child of a
- * split) just before the node that holds it has committed the metadata that
- * says so.  It never reaches an old placement after the node where the
- * statement began committed the change: that node's executor takes the
- * shard's metadata lock before it reads the placement.
- *
- * A local table attached first and then distributed has triggers of three
- * arguments on its shards: attached.c refuses those (no shard is in the
- * registry).  The answer is cached per shard (attached.c) and forgotten
- * when the relcache entry of the shard, of its distributed table or of the
- * counter table is invalidated: Citus invalidates a distributed table's
- * entry whenever a row of its shards or placements changes (moves, splits,
- * metadata syncs), on every node whose metadata changes.
- *
- * Why every guarantee of one node still holds below Citus's executor.
- *
- *	- Locks.  A write reaches a shard through Citus's executor on the node
- *	  where the statement began (the coordinator, or a worker for an insert
- *	  issued there), which takes the shard's metadata lock in ShareLock mode
- *	  before it reads the placement, and holds it to the end of the
- *	  (distributed) transaction.  A move or split takes that lock in
- *	  ExclusiveLock mode, on the coordinator and on every node with metadata,
- *	  before it switches the metadata: so while our trigger runs, and until
- *	  its transaction has committed or aborted (two-phase commit included),
- *	  neither the shard nor its co-located counter shard changes node.  The
- *	  counter row itself is locked and advanced exactly as on one node
- *	  (owned_rows.c): concurrent producers of a resource wait for each other.
- *	- Block-writes moves and splits copy the rows of both shards while
- *	  writes are blocked, before they create the triggers on the new shards:
- *	  the copy fires nothing, and a split routes each counter row by the
- *	  hash of its resource_id, which is the hash of the resource of the
- *	  outbox rows it counts, so it lands in the child that gets those rows.
- *	- Logical (non-blocking) moves copy a snapshot, then replay the changes
- *	  made since.  Logical replication applies them with
- *	  session_replication_role = replica, so the sequencing trigger (an
- *	  ordinary trigger) does not fire on the target: the counter shard gets
- *	  the counter rows' changes as they were made on the source, and nothing
- *	  is counted twice.  Our writes are WAL-logged as ordinary heap inserts
- *	  and updates (the in-place overwrite of owned_rows.c is never used on a
- *	  logically logged table), so logical decoding sees every one.  Writes
- *	  are blocked for the final catch-up, then the metadata switches.
- *	- The old shards stay until Citus drops them; a write that Citus would
- *	  still route there does not exist (the metadata lock above), and one
- *	  issued into the old shard by hand is refused: it is no longer placed
- *	  on this node.
- *
- * next_sequence() and last_sequence() of a distributed stream, on any node,
- * upsert or read the counter row through Citus with SPI (the routed
- * statement takes the metadata lock like any other write).  The upsert is
- * SQL, not the storage layer: it waits for the counter row's lock like our
- * writes do, and creates a missing row with INSERT ... ON CONFLICT; under
- * REPEATABLE READ a concurrent change of the row makes it fail with 40001
- * where one node waits (ON CONFLICT DO UPDATE's rule), and a resource that
- * next_sequence() and the trigger create at the same moment may make the
- * trigger's insert fail on the primary key (23505; never a wrong number:
- * the storage layer's creators wait for each other, a SQL insert does not
- * take their lock).
- *
- * Layer: producer services for streams Citus distributes, below attached.c,
- * attachments.c and producer.c; it calls counters.c, plans.c and compat.h.
+ * citus_counters.c
+ *	  The counters of the streams Citus distributes: the counter shard a
+ *	  shard's sequencing trigger counts in, next_sequence() and
+ *	  last_sequence() routed to it, and the relays' shard lock (README.md,
+ *	  "Distributed streams").
  *
  *-------------------------------------------------------------------------
  */
@@ -131,7 +34,7 @@
 
 /*
  * How long the trigger waits for this node's metadata to show a shard that
- * Citus already routes rows to (file header), and how often it looks.
+ * Citus already routes rows to (README.md), and how often it looks.
  */
 #define METADATA_WAIT_MS		10000
 #define METADATA_POLL_MS		10
@@ -189,7 +92,7 @@ citus_stream_counter_table(text *stream)
 
 /*
  * Is "arg", a sequencing trigger's fourth argument, the counter table of
- * the stream, as attach() names it (attachments.c registers only such a
+ * the stream, as attach() names it (registry.c registers only such a
  * trigger)?
  */
 bool
@@ -223,7 +126,7 @@ shard_id_of_name(const char *relname)
 }
 
 /*
- * What the metadata says of a shard and its counter shard (file header).
+ * What the metadata says of a shard and its counter shard (README.md).
  * $1 the shard ID, $2 the shard's qualified name, $3 the counter table's
  * qualified name, $4 the trigger.  Relations are found by name without
  * to_regclass(), which would want USAGE on their schema of whoever
@@ -283,7 +186,7 @@ shard_column(const char *name, bool *isnull)
  * Does the row SHARD_SQL just read say that the shard and its counter
  * shard are placed on this node, and does the counter shard exist?  Not
  * yet, while this node has not committed a move or split that another one
- * has (file header).
+ * has (README.md).
  */
 static bool
 metadata_settled(void)
@@ -325,7 +228,7 @@ refuse_not_a_shard(Relation rel, const char *counters)
 /*
  * The counter shard that the sequencing trigger of a shard ("rel", with its
  * trigger "trigger" of four arguments) counts in, on this node; refuses
- * (file header) if there is none it may use.  *logical and *counters are
+ * (README.md) if there is none it may use.  *logical and *counters are
  * set to the distributed table and the counter table, whose relcache
  * invalidations must forget the answer.
  */
@@ -359,7 +262,7 @@ citus_counter_shard(Relation rel, Trigger *trigger, Oid *logical,
 	(void) ordering_prepare_once(&plan, SHARD_SQL, 4, argtypes, 0);
 	for (int waited = 0;; waited += METADATA_POLL_MS)
 	{
-		/* the newest metadata, whatever the isolation level (file header) */
+		/* the newest metadata, whatever the isolation level (README.md) */
 		ret = SPI_execute_snapshot(plan, args, NULL, GetLatestSnapshot(),
 								   InvalidSnapshot, true, false, 1);
 		if (ret != SPI_OK_SELECT)
@@ -446,7 +349,7 @@ citus_counter_shard(Relation rel, Trigger *trigger, Oid *logical,
 /*
  * Refuse a row whose resource does not hash into the shard's range: it was
  * stored into the shard by hand, not routed by Citus, and the counter shard
- * next to it does not count its resource (file header).  The hash is
+ * next to it does not count its resource (README.md).  The hash is
  * Citus's: the hash function of text in the column's collation.
  */
 void
@@ -511,7 +414,7 @@ counter_statement(Oid counters, const char *sql, text *stream,
 
 /*
  * next_sequence() of a stream distributed by Citus, whose counter table is
- * "counters" (file header): an upsert of the counter row, which Citus
+ * "counters" (README.md): an upsert of the counter row, which Citus
  * routes to the node of its shard, in the caller's transaction.  counters.c
  * asks first whether a statement of ours holds the counter.
  */

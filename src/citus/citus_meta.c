@@ -1,57 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * citus_meta.c
- *	  Reading Citus's metadata: the shard of a hash-distributed table that
- *	  holds a value, whether that shard is placed on this node, its
- *	  relation here, and the shard metadata lock that keeps it there.
- *
- * The extension does not link against Citus (it builds and runs without
- * it), so it reads Citus's catalogs the way Citus's own metadata cache
- * does: pg_dist_partition, pg_dist_shard, pg_dist_placement and
- * pg_dist_local_group, scanned with a fresh catalog snapshot (every
- * committed change; these are not system catalogs, so each scan takes a
- * new one).  A value's shard is found as Citus's FindShardInterval() finds
- * it: the hash function of the distribution column's type, called with the
- * column's collation, then the shard whose [shardminvalue, shardmaxvalue]
- * holds the hash; the shard's index is its rank in the table's shards
- * sorted by shardminvalue (Citus's sortedShardIntervalArray).
- *
- * Locking: the shard metadata lock.  Every operation that changes where a
- * shard lives -- citus_move_shard_placement() in each transfer mode,
- * citus_split_shard_by_split_points(), the rebalancer and
- * citus_drain_node(), which move -- first blocks writes to the shard group
- * with BlockWritesToShardList(): an ExclusiveLock on the shard group's
- * metadata lock on the coordinator and, through lock_shard_metadata(), on
- * every node with metadata, held until the operation's transaction commits
- * the new placements (a logical move takes it before its final catch-up, a
- * blocking one before it copies).  Citus's executor takes the same lock in
- * ShareLock before it runs a modification on a shard (AcquireMetadataLocks)
- * and only then reads the placements.  Code that writes a shard below the
- * executor must do the same, since Citus cannot see those writes:
- * citus_lock_shard() takes the lock (an advisory lock whose tag is the
- * database, the shard's index, the co-location group and the class 8,
- * ADV_LOCKTAG_CLASS_CITUS_COLOCATED_SHARDS_METADATA) and processes the
- * invalidations it let in; after that the caller looks up the shard and its
- * placement again.  Then either the lock was granted before a move blocked
- * writes, and the move waits for the caller's transaction (its writes are
- * committed before the move copies them or catches up on them), or it was
- * granted after the move committed, and the second look sees the new
- * placement or the new shards.  The lock is kept to the end of the
- * transaction, as Citus keeps it.
- *
- * One more wait.  A transaction's commit is visible to new snapshots
- * before it sends its invalidations and releases its locks.  So the second
- * look may already see the new shards of a split (or placements of a move)
- * whose invalidations have not reached us, and Citus's own metadata cache,
- * which the delegation of a call uses, would still show the old ones: its
- * plan would name a shard that is gone the moment the invalidations arrive.
- * citus_shard_settle() waits for the transactions that wrote the catalog
- * rows of the shard found (their XID locks go after their invalidations)
- * and then takes in the invalidations, so that what we saw and what Citus
- * plans with agree.
- *
- * Layer: the ground: Citus's catalogs, read for consumer_citus.c and
- * gaps_citus.c; it calls nothing of the extension.
+ *	  Citus's metadata, read without linking against Citus: the shard of a
+ *	  hash-distributed table that holds a value, its placement, and the lock
+ *	  that keeps it there (README.md, "Citus's metadata").
  *
  *-------------------------------------------------------------------------
  */
@@ -234,7 +186,7 @@ shard_cmp(const void *a, const void *b)
 /*
  * The shards of a table, sorted by the start of their hash ranges: a
  * shard's index is its rank there, as in Citus's sortedShardIntervalArray
- * (file header).  *n gets their number.
+ * (README.md).  *n gets their number.
  */
 CitusShard *
 citus_shards(Oid relid, int *n)
@@ -276,8 +228,7 @@ citus_shards(Oid relid, int *n)
 }
 
 /*
- * The hash Citus routes a value of the distribution column by (file
- * header).
+ * The hash Citus routes a value of the distribution column by (README.md).
  */
 int32
 citus_hash(const CitusTable *table, Datum value)
@@ -318,7 +269,7 @@ citus_shard_holding(const CitusShard *shards, int n, int32 hash)
 
 /*
  * The shard of a hash-distributed table that holds value (of the
- * distribution column's type), as Citus routes it (file header).
+ * distribution column's type), as Citus routes it (README.md).
  */
 void
 citus_shard_for(const CitusTable *table, Datum value, CitusShard *shard)
@@ -365,7 +316,7 @@ citus_colocated_shard(Oid relid, int32 minvalue, CitusShard *shard)
  * Take the shard group's metadata lock in "mode" (ShareLock to write it),
  * for the rest of the transaction, and let in the invalidations of what
  * committed meanwhile: the caller looks up the shard again after this
- * (file header).
+ * (README.md).
  */
 void
 citus_lock_shard(const CitusTable *table, const CitusShard *shard,
@@ -382,7 +333,7 @@ citus_lock_shard(const CitusTable *table, const CitusShard *shard,
 
 /*
  * Wait for the transaction that wrote a catalog row to have ended
- * entirely (file header), unless it is ours or long frozen.
+ * entirely (README.md), unless it is ours or long frozen.
  */
 static void
 wait_for_writer(Relation rel, HeapTuple tuple)
@@ -399,7 +350,7 @@ wait_for_writer(Relation rel, HeapTuple tuple)
 /*
  * Wait until the transactions that wrote the catalog rows of a shard (its
  * pg_dist_shard row and its placements) have sent their invalidations,
- * and take those in (file header).
+ * and take those in (README.md).
  */
 void
 citus_shard_settle(int64 shardid)

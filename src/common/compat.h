@@ -216,7 +216,7 @@ ordering_index_needs_entry(Relation index, OrderingIndexUpdate indexes)
  * The storage layer's fast paths, all three behind this one switch: the
  * TID caches (of counters and positions, and of parked events), its own
  * pruning rule and the in-place overwrite of a version
- * of the current command (owned_rows.c's file header says what each does
+ * of the current command (storage/README.md, "The rows", says what each does
  * and why it is safe).  Each leans on how this server's heap access method
  * behaves: a HOT update keeps the root of the chain, heap_page_prune_opt()
  * prunes whenever a page has less room than the fillfactor leaves, and

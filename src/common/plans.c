@@ -1,14 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * plans.c
- *	  SPI plans of the extension's own SQL, prepared once per backend.
- *
- * The statements the C code runs through SPI (gaps.c, parked.c, worker.c)
- * are fixed strings, fully schema-qualified, so each is parsed and planned
- * on first use and kept (SPI_keepplan) for the life of the backend; plan
- * invalidation replans a kept plan when the objects under it change.
- *
- * Layer: the ground: it calls nothing of the extension.
+ *	  SPI plans of the extension's own SQL, prepared once per backend
+ *	  (README.md, "SPI plans").
  *
  *-------------------------------------------------------------------------
  */

@@ -1,13 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * settings.c
- *	  The ordering.* settings (GUCs): their variables and their definitions.
- *
- * Layer: the ground.  Each file that reads a setting includes settings.h;
- * _PG_init (ordering.c) defines them first thing.  Two settings live with
- * the file that reads them alone, and are defined here through it:
- * ordering.log_decisions (decision_log.c) and the standby settings
- * (standbys.c).  This file calls nothing else of the extension.
+ *	  The ordering.* settings (GUCs) that more than one file reads: their
+ *	  variables and their definitions.  _PG_init defines them first; the
+ *	  standby settings are standbys.c's own.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,22 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * sha256.c
- *	  SHA-256 (FIPS 180-4) in plain C, for the anti-entropy hashes.
- *
- * Reconciliation hashes every resource id of a stream or a consumer, a
- * million of them in one pass, and both databases must agree on every bit
- * whatever their platform or PostgreSQL version.  SHA-256 gives that
- * agreement and anyone can recompute it (the built-in sha256() function,
- * any language's library).  PostgreSQL's own pg_cryptohash goes through
- * OpenSSL's EVP interface, which allocates and sets up a context for every
- * digest, work that outweighs hashing a short id; so the compression
- * function is written out here, and the regression test compares it with
- * sha256() on many inputs.
- *
- * Only the one-shot form is needed.  No state is kept between calls, so
- * there is nothing to lock.
- *
- * Layer: the ground: it calls nothing of the extension.
+ *	  SHA-256 of a short byte string, written out so that it costs no
+ *	  OpenSSL context per digest (README.md, "SHA-256").
  *
  *-------------------------------------------------------------------------
  */

@@ -24,7 +24,7 @@ ordering_text_equal(const text *a, const text *b)
 /*
  * The byte-wise order of two texts (a prefix first), as a comparator
  * returns it: the order of the resource ids in which a batch takes them
- * (batch.c, consumer_citus.c).
+ * (batch.c, citus_route.c).
  */
 static inline int
 ordering_text_cmp(const text *a, const text *b)

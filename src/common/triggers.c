@@ -1,16 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * triggers.c
- *	  Checks shared by the extension's C triggers: sequence_trigger() and
- *	  newer_only().
- *
- * Both refuse any use but the one they are written for with
- * ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED, as pg_cron's and core's C
- * triggers do, and look their columns up by the names in their arguments
- * at every call, so a column dropped or retyped after the trigger was
- * created gives a clear error instead of a wrong result.
- *
- * Layer: the ground: it calls nothing of the extension.
+ *	  The checks shared by the extension's C triggers (README.md, "Trigger
+ *	  protocol").
  *
  *-------------------------------------------------------------------------
  */

@@ -1,53 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * batch.c
- *	  Set-based consumer calls, deliver_batch() and apply_batch(): for
- *	  consumers that receive events in batches (a poll of a Kafka consumer,
- *	  a RabbitMQ prefetch window) and apply a batch in one statement.
- *
- * A batch gives, for each of its events (ord 1, 2, ..., in input order),
- * what deliver() or apply_if_newer() would have given for it, had the
- * events been handed to single calls one after another in input order in
- * one transaction.  Each event goes through consumer_deliver_event() or
- * consumer_apply_event() (consumer.c), the code of the single calls, so the
- * rules, the statistics, the decision log and the hot-resource offers are
- * those of the single calls by construction.  What a batch saves is the
- * rest: one statement and one function call instead of one per event, and
- * the tables and their primary keys opened once.
- *
- * Order.  The events of one resource are decided in input order.  Events
- * of different resources touch different keys of ordering.positions and of
- * everything that hangs off a key (parked events, gap request, dead
- * letter), so the order in which resources are taken changes no decision,
- * no row returned and no count.  A batch takes them in the byte order of
- * their ids (each resource's events in input order) and hands the rows back
- * in input order.  That order is the locking rule: a call keeps the
- * position rows it wrote until its transaction ends, and two transactions
- * that took rows of shared resources in opposite orders would deadlock;
- * batches that take them in one order do not: the later one waits on the
- * first row it shares with the earlier one, before it holds any row the
- * earlier one may still need.  Across statements of one transaction the
- * caller's order counts (test/specs/batch_concurrent.spec shows both).  The
- * order of resources shows in two places only: the handler form calls the
- * handler resource by resource in that order, and the lines of the decision
- * log follow it.
- *
- * A distributed consumer's batch (consumer_citus.c) is split on the caller's
- * node, by shard for the table forms and by resource for the handler form,
- * and each part runs through the code here on the node of its shard, with
- * the ords of its events in the whole batch (batch_ords): the rows it
- * returns and its error context name the events by those.
- *
- * Errors: the arguments and every event in them are checked before
- * anything is decided (SQLSTATE 22004 for a NULL, 22023 for a bad value or
- * arrays of different lengths).  An error while deciding (the parking cap,
- * 54000) fails the whole call, and the rollback of the statement undoes
- * what the events before it did, as it would undo those single calls.  The
- * error's context line names the event (its ord).
- *
- * Layer: a consumer entry point, beside dead_letters.c, above consumer.c;
- * it calls consumer.c, the routing (consumer_citus.c) and handlers.c
- * (through consumer.h).
+ *	  deliver_batch() and apply_batch(): each event decided by the code of
+ *	  the single calls, the tables opened once (README.md, "Batches").
  *
  *-------------------------------------------------------------------------
  */
@@ -177,7 +132,7 @@ batch_array(FunctionCallInfo fcinfo, int argno, const char *name,
 }
 
 /*
- * qsort_arg comparator of the deciding order (file header): resource ids
+ * qsort_arg comparator of the deciding order (README.md): resource ids
  * byte-wise, then input order.
  */
 static int
@@ -196,7 +151,7 @@ batch_order_cmp(const void *a, const void *b, void *arg)
 /*
  * Read and check the arguments (consumer text, resource_ids text[], seqs
  * bigint[] [, payloads jsonb[]]) of a batch call, every event of them, and
- * put the events in deciding order (file header).
+ * put the events in deciding order (README.md).
  */
 static void
 batch_read(FunctionCallInfo fcinfo, bool with_payloads, Batch *batch)
@@ -293,7 +248,7 @@ batch_output_add(BatchOutput *out, int i, const ReadyList *ready)
 }
 
 /*
- * Deliver the events of a batch in deciding order (file header), each as
+ * Deliver the events of a batch in deciding order (README.md), each as
  * deliver() would, with the tables its call opened once.  With a handler (hc) it
  * runs on the ready events; without, "out" collects them.  Returns how
  * many events were ready (with a handler: ran).

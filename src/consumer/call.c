@@ -2,8 +2,8 @@
  *
  * call.c
  *	  The frame of a call of a consumer function: its arguments checked,
- *	  where it runs decided, its tables opened and closed (README.md, "A
- *	  call").
+ *	  where it runs decided once, its tables opened, its decision made, its
+ *	  tables closed (README.md, "A call").
  *
  *-------------------------------------------------------------------------
  */
@@ -163,7 +163,7 @@ consumer_decide(OwnedDecide decide, KeyDecision *kd, OwnedRel *positions)
 
 /*
  * Decide, in the call, for the key of its frame with decide(), which sees
- * the key's parked events through kd->parked (consumer.c).
+ * the key's parked events through kd->parked (decisions.c).
  */
 void
 consumer_call_decide(ConsumerCall *call, OwnedDecide decide, KeyDecision *kd)

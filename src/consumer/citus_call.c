@@ -1,32 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * consumer_call.c
- *	  The call functions of a distributed consumer, run on the node that
- *	  holds its resource: ordering_internal.<tag>_call() for one consumer
- *	  function's call, ordering_internal.<tag>_batch() for a part of a
- *	  batch (consumer_citus.c routes them there and says why it is safe).
- *
- * The call (the resource's node).  ordering_consumer_call() finds the
- * consumer's tables by its own name, checks that the caller may execute
- * the consumer function it stands for, finds the shard of the resource,
- * takes its metadata lock in ShareLock and looks again (citus_meta.c: a
- * move or split that blocked writes first has committed, and the shard is
- * looked up anew; one that starts later waits for this transaction), and
- * refuses if the shard is not placed here (SQLSTATE 40001: only a caller
- * that routed without the lock can get here then).  It then points the
- * storage layer's four tables at the shards of the group for the duration
- * of the call (owned_redirect) and runs the consumer function itself: the
- * decisions, the locking rules of owned_rows.c and consumer.c, parking,
- * handlers, dead letters and gap requests are those of one node, on
- * tables that hold only this consumer's rows.  A handler runs on that
- * node, under Citus's force-delegation rule: its queries may touch only
- * the rows of the same resource in co-located tables (its projection).
- * A consumer function called from it for another consumer or resource is
- * refused (0A000): the tables in use are those of one shard group.
- *
- * Layer: the top of the consumer side.  It runs the consumer functions
- * (consumer.c, batch.c, dead_letters.c) and uses the routing's helpers
- * (consumer_citus_internal.h); nothing calls it but SQL.
+ * citus_call.c
+ *	  The call functions of a distributed consumer, run on the node of its
+ *	  resource: <tag>_call() for one call, <tag>_batch() for a part of a
+ *	  batch (README.md, "Distributed consumers: the call on the resource's
+ *	  node").
  *
  *-------------------------------------------------------------------------
  */
@@ -98,8 +76,8 @@ static const CallForm batch_forms[] = {
 };
 
 /*
- * A call function's run on this node's shards of its resource (file
- * header): the consumer's tag, the resource's shard, and the call that
+ * A call function's run on this node's shards of its resource (README.md):
+ * the consumer's tag, the resource's shard, and the call that
  * runs here (its group's shards of the storage layer's tables) while it
  * runs, in place of the one it replaced (call_enter, call_leave).
  */
@@ -157,7 +135,7 @@ call_check_privilege(char op, const CallForm *forms, int nforms, bool option)
 
 /*
  * The shards of a distributed consumer's tables that sit with the shard of
- * a resource, on this node, with their metadata lock (file header), into
+ * a resource, on this node, with their metadata lock (README.md), into
  * here (whose tag is set).
  */
 static void
@@ -200,7 +178,7 @@ call_local_shards(CallHere *here, text *consumer, text *resource)
 }
 
 /*
- * Make the call the one running here (consumer_citus.c), on the shards
+ * Make the call the one running here (citus_route.c), on the shards
  * found, for its consumer and resource, with the ords of a part of a batch
  * (or NULL), until call_leave().
  */
@@ -250,7 +228,7 @@ call_check_function(FunctionCallInfo fcinfo, text *consumer,
  * returns table (seq bigint, payload jsonb)
  *
  * Runs one consumer function's call on this node's shards of the
- * resource (file header).  Rows for the functions that return rows; one
+ * resource (README.md).  Rows for the functions that return rows; one
  * row whose seq is the result for the others.
  */
 Datum

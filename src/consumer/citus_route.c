@@ -1,64 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * consumer_citus.c
- *	  Consumers whose positions, parked events, dead letters and gap
- *	  requests Citus distributes by resource (ordering.distribute_consumer):
- *	  each call of a consumer function for such a consumer runs on the node
- *	  that holds its resource, in the caller's transaction, through the same
- *	  code as on one node, on that node's shards.
- *
- * A distributed consumer.  ordering.distribute_consumer(consumer,
- * colocate_with) gives the consumer four tables of the shapes of
- * ordering.positions, ordering.parked, ordering.dead_letter_events and
- * ordering.gap_requests, distributed by resource_id and co-located with
- * colocate_with (the consumer's projection), and a call function, all in
- * schema ordering_internal and named after the consumer's tag,
- * "consumer_" and 16 hex digits of SHA-256 of its name: <tag>_positions,
- * <tag>_parked, <tag>_dead_letters, <tag>_gap_requests and <tag>_call.
- * Citus creates them on every node with metadata, so every node finds a
- * consumer's tables by name alone; their existence is what makes the
- * consumer distributed (the registry ordering_internal.distributed_consumers
- * only lists them for SQL).  The call function is registered with
- * create_distributed_function(..., '$2' (resource_id), colocate_with,
- * force_delegation => true).
- *
- * Routing (the caller's node).  Each consumer function first calls
- * consumer_routed().  While no consumer of the database is distributed
- * (known per backend, forgotten at any change of pg_class) that is one
- * comparison and the call goes on here.  For a distributed consumer it
- * runs "SELECT seq, payload FROM ordering_internal.<tag>_call(op,
- * resource, consumer, ...)" through SPI with every argument a constant,
- * which Citus delegates to the node of the resource's shard (the FROM
- * form, constant arguments and force_delegation are what Citus needs to
- * delegate inside a transaction block: function_call_delegation.c), over
- * the connection of the caller's distributed transaction: the call's work
- * commits or aborts with the caller's, with two-phase commit when the
- * transaction wrote on several nodes.  On the node that holds the shard
- * Citus runs the function locally.  Before that, the caller takes the
- * shard group's metadata lock in ShareLock, as Citus's executor does for a
- * routed modification (citus_meta.c): a delegated call takes none on its
- * own, and with it no move or split of the group can change the
- * placements between the routing and the call.
- *
- * The call (the resource's node) is consumer_call.c's: it runs the
- * consumer function itself on the shards of the resource, with the
- * helpers of consumer_citus_internal.h.
- *
- * A consumer distributed while a call was deciding.  distribute_consumer()
- * locks the extension's local tables against writes, moves the consumer's
- * rows out of them and creates its tables; a call that decided "local"
- * before it committed and then waited for that lock would write a local
- * row of a distributed consumer.  So the local path, once it has opened
- * ordering.positions (whose lock let in the invalidations of what
- * committed before), confirms its decision when the catalog changed
- * meanwhile (consumer_route_confirm), and fails with 40001 if the consumer
- * is distributed now.
- *
- * Layer: below the consumer functions, which call consumer_routed() first
- * (consumer.c, batch.c, dead_letters.c), and above what it routes with:
- * the Citus metadata (citus_meta.c), the storage layer (owned.c) and
- * sha256.c.  It never calls a consumer function: the call on the
- * resource's node does (consumer_call.c).
+ * citus_route.c
+ *	  Where the call of a distributed consumer runs: on the node of its
+ *	  resource, through Citus, or here, on the shards of the call running
+ *	  here (README.md, "Distributed consumers: the routing").
  *
  *-------------------------------------------------------------------------
  */
@@ -98,7 +43,7 @@
 
 /*
  * The call of a distributed consumer running on this node for its resource
- * (consumer_call.c), while it runs: the calls it makes, and those its
+ * (citus_call.c), while it runs: the calls it makes, and those its
  * handler makes for the same consumer and resource, run on its shards.
  */
 static const CitusRouteHere *here = NULL;
@@ -203,7 +148,7 @@ citus_route_op_returns_rows(char op)
 /*
  * The call is about to write, below Citus's executor, a shard placed on
  * this node (Citus runs a delegated call here, in this backend, when the
- * shard is here: file header).  Tell Citus, as its local executor does for
+ * shard is here: README.md).  Tell Citus, as its local executor does for
  * its own writes: a modification of that shard group through Citus,
  * executed locally and matching no row, makes the transaction commit with
  * two-phase commit if it also writes on other nodes (else a crash between
@@ -267,7 +212,7 @@ route_check_reachable(text *consumer, int64 shardid)
 
 /*
  * Refuse a call made on the node of a resource, by the call running there
- * or its handler, for another consumer or resource (file header).
+ * or its handler, for another consumer or resource (README.md).
  */
 static void
 refuse_other_key(text *resource)
@@ -285,7 +230,7 @@ refuse_other_key(text *resource)
 }
 
 /*
- * Decide where a consumer function's call runs (file header): true when
+ * Decide where a consumer function's call runs (README.md): true when
  * its consumer is distributed and it ran on the node of its resource, its
  * rows in the function's tuplestore and a scalar result in *result; false
  * when it runs here, on the tables the call now names (the shards of the
@@ -493,7 +438,7 @@ route_part_array(RouteEvent *events, int n, int field)
 static RouteEvent *
 route_batch_events(const BatchEvent *batch, int n, char op, Oid positions)
 {
-	RouteEvent  *events = palloc(sizeof(RouteEvent) * Max(n, 1));
+	RouteEvent *events = palloc(sizeof(RouteEvent) * Max(n, 1));
 	CitusTable	table;
 
 	for (int i = 0; i < n; i++)
@@ -545,7 +490,7 @@ route_batch_events(const BatchEvent *batch, int n, char op, Oid positions)
 
 /*
  * Decide where a batch function's call runs, as citus_route_call() does:
- * for a distributed consumer (file header), its n events (batch.c's, in
+ * for a distributed consumer (README.md), its n events (batch.c's, in
  * input order) run in parts, one per shard (per resource for the handler
  * form, whose handler may touch only its call's resource), each on the
  * node of its shard; then the rows go to the tuplestore in input order, or
@@ -559,12 +504,12 @@ citus_route_batch(FunctionCallInfo fcinfo, char op, const BatchEvent *batch,
 {
 	text	   *consumer = call->consumer;
 	Oid			positions;
-	RouteEvent  *events;
+	RouteEvent *events;
 	char		tag[CITUS_CONSUMER_TAG_LEN + 1];
 	const char *handler = NULL;
 	const char *option = NULL;
 	MemoryContext call_cxt = CurrentMemoryContext;
-	RouteRow    *rows = NULL;
+	RouteRow   *rows = NULL;
 	int			nrows = 0;
 	int			size = 0;
 	int64		total = 0;
@@ -641,7 +586,7 @@ citus_route_batch(FunctionCallInfo fcinfo, char op, const BatchEvent *batch,
 			TupleDesc	desc = SPI_tuptable->tupdesc;
 			MemoryContext old = MemoryContextSwitchTo(call_cxt);
 			bool		isnull;
-			RouteRow    *row;
+			RouteRow   *row;
 
 			if (nrows == size)
 			{
@@ -694,7 +639,7 @@ citus_route_batch(FunctionCallInfo fcinfo, char op, const BatchEvent *batch,
 
 /*
  * The call of a distributed consumer for its resource runs here from now
- * on (file header), until citus_route_leave() with the call it returns.
+ * on (README.md), until citus_route_leave() with the call it returns.
  */
 const CitusRouteHere *
 citus_route_enter(const CitusRouteHere *call)

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * consumer_new.h
+ * consumer.h
  *	  What the files of the consumer side share: a section per file
  *	  (README.md).
  *
@@ -42,7 +42,7 @@ consumer_materialize(FunctionCallInfo fcinfo)
 /*
  * One event of a batch call, as batch.c read it from the call's arrays and
  * checked it.  The routing of a distributed consumer's batch
- * (consumer_citus.c) splits these same events into parts.
+ * (citus_route.c) splits these same events into parts.
  */
 typedef struct BatchEvent
 {
@@ -75,13 +75,13 @@ extern int	handler_run(HandlerCache *hc, const Datum *key, ReadyList *ready,
 extern void handler_check_reentry(const Datum *key);
 
 /*
- * call.c and consumer.c: a call, and the decisions
+ * call.c and decisions.c: a call, and the decisions
  */
 
 /*
  * The consumer functions, by the letter that names each to the call
- * functions of a distributed consumer (consumer_call.c), and to the
- * routing that calls them (consumer_citus.c).
+ * functions of a distributed consumer (citus_call.c), and to the
+ * routing that calls them (citus_route.c).
  */
 #define CONSUMER_OP_DELIVER				'd'
 #define CONSUMER_OP_DELIVER_HANDLER		'h'
@@ -119,12 +119,12 @@ typedef struct ConsumerCall
 	text	   *resource;		/* NULL in a batch */
 	int64		seq;			/* with CALL_SEQ */
 	Datum		key[2];			/* (consumer, resource) */
-	Oid			tables[OWNED_NUM_TABLES];	/* the table each table id
-											 * stands for: InvalidOid for the
+	Oid			tables[OWNED_NUM_TABLES];	/* the table each table id stands
+											 * for: InvalidOid for the
 											 * extension's own */
 	const int32 *ords;			/* a part of a distributed consumer's batch:
-								 * the ords of its events in the whole
-								 * batch, else NULL */
+								 * the ords of its events in the whole batch,
+								 * else NULL */
 	OwnedRel	positions;
 	OwnedRel	parked;			/* with CALL_PARKED */
 } ConsumerCall;
@@ -182,7 +182,7 @@ extern void consumer_call_decide(ConsumerCall *call, OwnedDecide decide,
 								 KeyDecision *kd);
 extern void consumer_call_end(ConsumerCall *call);
 
-/* consumer.c */
+/* decisions.c */
 extern void consumer_return_ready(FunctionCallInfo fcinfo, ReadyList *ready);
 extern void consumer_continue_run(KeyDecision *kd, int64 to);
 extern void consumer_read_position(const OwnedRow *row, Datum *values,
@@ -205,9 +205,9 @@ extern bool consumer_apply_event(OwnedRel *positions, const char *name,
 								 text *consumer, text *resource, int64 seq);
 
 /*
- * The consumer functions of consumer.c: the call function of a
+ * The consumer functions of decisions.c: the call function of a
  * distributed consumer runs them on the node of the resource
- * (consumer_call.c).
+ * (citus_call.c).
  */
 extern PGDLLEXPORT Datum ordering_deliver(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum ordering_deliver_handler(PG_FUNCTION_ARGS);
@@ -230,15 +230,15 @@ extern PGDLLEXPORT Datum ordering_discard_dead_letter(PG_FUNCTION_ARGS);
 
 /*
  * The call of a distributed consumer running on this node for its resource
- * (consumer_call.c): the calls made while it runs for the same consumer and
+ * (citus_call.c): the calls made while it runs for the same consumer and
  * resource run on these shards.
  */
 typedef struct CitusRouteHere
 {
 	text	   *consumer;
 	text	   *resource;
-	Oid			tables[OWNED_NUM_TABLES];	/* the shards of the group, by
-											 * the table they stand for */
+	Oid			tables[OWNED_NUM_TABLES];	/* the shards of the group, by the
+											 * table they stand for */
 	const int32 *ords;			/* a part of a batch: the ords of its events
 								 * in the whole batch, else NULL */
 } CitusRouteHere;

@@ -1,34 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * dead_letters.c
- *	  Dead letters: a poison event blocks only its own (consumer,
- *	  resource).  dead_letter(), retry_dead_letter(), discard_dead_letter();
- *	  the rows of ordering.dead_letter_events are dead_letter_store.c's.
- *
- * An event whose handling fails for a reason retrying will not fix is set
- * aside with everything after it for the same (consumer, resource), as a
- * sequenced dead-letter queue does: the event goes to
- * ordering.dead_letter_events with its error, and the key's position row
- * says blocked_at = its seq.  While a key is blocked at b (consumer.c): a
- * redelivery of b is a duplicate; later events park behind it as early
- * events do; events below b still apply and drain up to b.  A blocked key
- * is not a gap: the sweeper asks for no republish (ordering.open_gaps leaves
- * it out), and its gap request is removed.
- *
- * A key has at most one dead letter.  When a new block forms below an
- * existing one (dead_letter() may name a seq above position + 1, and an
- * event between may then fail too), the higher dead event is parked again,
- * to be retried in order when the run reaches it.
- *
- * Locking: like every change of a key, these write the key's position row
- * first (consumer.c), and only then its dead letter and parked rows, which
- * are therefore read with SnapshotSelf: nobody else can change them.
- *
- * Layer: a consumer entry point, beside batch.c, above consumer.c.  It
- * decides through consumer.c, routes a distributed consumer's call
- * (consumer_citus.c), runs handlers (handlers.c) and reads and writes dead
- * letters through dead_letter_store.c; consumer_call.c, above it, runs
- * these functions on the node of a resource.
+ *	  The consumer functions of dead letters: dead_letter(),
+ *	  retry_dead_letter(), discard_dead_letter() (README.md, "Dead
+ *	  letters").
  *
  *-------------------------------------------------------------------------
  */

@@ -1,84 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * consumer.c
- *	  Consumer side: apply_if_newer() for state events, deliver() and
- *	  skip_gap() for step events, position().
- *
- * A consumer's position per resource is one row of ordering.positions,
- * (consumer, resource_id, position, blocked_at), read and written through
- * the storage layer (owned_rows.c has the locking and isolation rules).
- * Step events that arrive ahead of a missing predecessor wait in
- * ordering.parked (parked.c); an event whose handler failed waits in
- * ordering.dead_letter_events and blocks its key (dead_letters.c).
- *
- * The position row serializes its key.  Every call that changes anything of
- * a (consumer, resource) -- its position, its parked events, its block --
- * first writes a new version of that row (with the same values when only
- * the parked events change) through owned_advance(), deciding on the newest
- * committed version, and only then changes the rest.  So a concurrent call
- * of the same key waits on the row like an UPDATE would, and decides again
- * on what we committed; calls for different resources never wait for each
- * other; and a transaction may touch any number of resources while holding
- * no heavyweight lock per resource.  A stale or duplicate event changes
- * nothing, writes nothing and never waits.
- *
- * State events: apply_if_newer() is one owned_advance() whose decision is
- * "seq if seq > position, else no change": the check and the write are one
- * atomic step, so a read-compare-write race cannot happen.
- *
- * Step events: deliver() decides from the position, the block and the
- * parked events, read with the same decision snapshot:
- *	- seq <= position, or seq = blocked_at (the dead letter's seq), or seq
- *	  parked already: a duplicate or stale event, nothing changes;
- *	- seq = position + 1: it applies, with the parked run it continues; the
- *	  position moves to the run's end and the run's rows are removed;
- *	- seq > position + 1: it parks (unless the parking cap is reached:
- *	  SQLSTATE 54000, nothing stored); behind a dead letter too.
- * consumer_finish_run() then runs the handler, if there is one, and
- * settles what the run changed: drained rows, the gap request, and, when a
- * handler fails under on_error => 'dead_letter', the new block.
- *
- * Gap requests: a call that moves the position of a key that has parked
- * events (a deliver() that continues the run, a skip_gap()) may close its
- * gap, so it settles the key's request through parked_settle_gap(), which
- * first takes ROW EXCLUSIVE on ordering.gap_requests and so may wait for a
- * running sweep to commit (see parked.c and gaps.c).  The other calls never
- * touch that table and never wait for a sweep: a gap exists only above
- * parked rows, and every call that removes parked rows takes that lock.
- *
- * Invariants kept by deliver()/skip_gap(): every parked seq of a key is
- * greater than position + 1 (an event that continues the run is never
- * parked, and every move of the position drains what continues it); a
- * blocked key's parked seqs are above blocked_at, which is above the
- * position.
- *
- * The summary of the parked events.  The position row also says how many
- * events of its key are parked and the lowest and highest of their seqs
- * (parked_count, parked_lowest, parked_highest), written with the same
- * version of the row that the change of the parked events goes with.  So a
- * decision reads them with the row, under the same snapshot and the same
- * serialization, and needs ordering.parked only where they do not answer:
- * an event that continues the run scans the parked events only when the
- * next one is parked (to drain it), an early event looks one up only when
- * its seq lies inside [lowest, highest] of a range with holes, and the
- * parking cap is a comparison with the count.  parked_count -1 means "not
- * known": a row made by SQL or by apply_if_newer(), a key whose parked rows
- * SQL changed (the triggers on ordering.parked say so; our own writes fire
- * no trigger), and the rare paths that would have to recount anyway (a
- * dead letter set, a handler that failed mid-run).  The next decision on
- * such a row counts its parked events with one scan and writes the result.
- *
- * Everything happens in the caller's transaction: a rollback restores the
- * position, the parked rows and the gap requests.
- *
- * Batches: deliver_batch() and apply_batch() (batch.c) run
- * consumer_deliver_event() and consumer_apply_event(), the code of the
- * single calls, once per event, with the tables opened once per call.
- *
- * Layer: the consumer's decisions and single-event functions, below
- * batch.c, dead_letters.c and consumer_call.c; it calls the routing
- * (consumer_citus.c), handlers.c, dead_letter_store.c, parked.c, the
- * storage layer, decision_log.c, settings and the statistics.
+ * decisions.c
+ *	  The decisions on a (consumer, resource), and the single-event consumer
+ *	  functions that make them: apply_if_newer(), deliver(), position(),
+ *	  skip_gap() (README.md, "Decisions").
  *
  *-------------------------------------------------------------------------
  */
@@ -173,7 +98,7 @@ consumer_read_position(const OwnedRow *row, Datum *values, bool *nulls,
 	kd->summary.count = DatumGetInt64(values[POSITIONS_PARKED_COUNT - 1]);
 	kd->summary.lowest = DatumGetInt64(values[POSITIONS_PARKED_LOWEST - 1]);
 	kd->summary.highest = DatumGetInt64(values[POSITIONS_PARKED_HIGHEST - 1]);
-	/* a block is always ahead of the position (file header) */
+	/* a block is always ahead of the position (README.md) */
 	Assert(kd->blocked_at == 0 || kd->blocked_at > kd->position);
 	if (kd->ready != NULL)
 		kd->ready->n = 0;
@@ -298,7 +223,7 @@ seq_parked(KeyDecision *kd, int64 seq)
 }
 
 /*
- * OwnedDecide of deliver() (file header).  Reads the parked events with the
+ * OwnedDecide of deliver() (README.md).  Reads the parked events with the
  * same snapshot the row was found with, where the row's summary of them
  * does not answer; has no side effects but filling kd->ready.
  */
@@ -319,7 +244,7 @@ decide_deliver(const OwnedRow *row, Datum *values, bool *nulls, void *arg)
 	{
 		int64		lowest;
 
-		/* nothing that continues the run is ever parked (file header) */
+		/* nothing that continues the run is ever parked (README.md) */
 		Assert(!parked_lowest(kd->parked, kd->key, kd->snapshot, &lowest) ||
 			   lowest > kd->position + 1);
 	}
@@ -631,7 +556,7 @@ consumer_apply_event(OwnedRel *positions, const char *name, text *consumer,
  * returns boolean
  *
  * True when seq is above the position: the position is now seq and the
- * caller owns the event.  One atomic check-and-advance (file header).
+ * caller owns the event.  One atomic check-and-advance (README.md).
  */
 Datum
 ordering_apply_if_newer(PG_FUNCTION_ARGS)
@@ -654,6 +579,9 @@ ordering_apply_if_newer(PG_FUNCTION_ARGS)
 /*
  * ordering.deliver(consumer text, resource_id text, seq bigint,
  *					payload jsonb) returns table (seq bigint, payload jsonb)
+ *
+ * Applies, parks or ignores the event; returns the events to apply now, in
+ * order: this one and the parked run it continues.
  */
 Datum
 ordering_deliver(PG_FUNCTION_ARGS)

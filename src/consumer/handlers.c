@@ -2,37 +2,8 @@
  *
  * handlers.c
  *	  Calling the handler of deliver(..., handler [, on_error]) and
- *	  retry_dead_letter(..., handler) on the events that are ready.
- *
- * With on_error => 'raise' (the default) an error of the handler goes up
- * and rolls back the caller's transaction, so the broker redelivers.  With
- * on_error => 'dead_letter' the calls run in a subtransaction: if one fails
- * with an error that retrying will not fix, its work and the work of the
- * calls before it are rolled back, the calls before it run again in a new
- * subtransaction (their work belongs in the transaction: they succeeded),
- * and the caller makes the failed event the dead letter of its resource
- * (dead_letters.c).  One subtransaction for all the events of a call, not
- * one per event, because a handler that fails is rare: an in-order event
- * costs one subtransaction whatever drains behind it.
- *
- * Transient errors are raised even when dead-lettering, so the broker
- * retries: SQLSTATE classes 40 (transaction rollback: serialization
- * failures, deadlocks), 53 (insufficient resources), 57 (operator
- * intervention: a cancel, a shutdown) and 55P03 (lock not available).
- *
- * Re-entry: the position of a (consumer, resource) moves to the end of the
- * run before its handler is called on the first event, so a handler that
- * delivered (or applied, skipped, dead-lettered) for its own consumer and
- * resource would act on a position the events before it have not reached:
- * its event would run ahead of them.  While a handler runs, its key is on a
- * stack (running), and every call that decides on a key of
- * ordering.positions refuses that key with SQLSTATE 55006 (object in use),
- * as core refuses to alter a table that a query of the same session is
- * still using.  Other keys, and the same resource of another consumer, are
- * free.
- *
- * Layer: below consumer.c, batch.c and dead_letters.c; it reads the ready
- * list they hand it (parked.h) and calls no other file of the extension.
+ *	  retry_dead_letter(..., handler) on the events that are ready
+ *	  (README.md, "Handlers").
  *
  *-------------------------------------------------------------------------
  */
@@ -53,7 +24,7 @@
 #include "consumer.h"
 #include "text_equal.h"
 
-/* A key whose handler runs, on the stack of handler_run() (file header) */
+/* A key whose handler runs, on the stack of handler_run() (README.md) */
 typedef struct RunningKey
 {
 	const Datum *key;			/* (consumer, resource) */
@@ -172,7 +143,7 @@ call_range(HandlerCache *hc, text *resource, ReadyList *ready, int limit,
 }
 
 /*
- * Is this an error that retrying may fix (file header)?
+ * Is this an error that retrying may fix (README.md)?
  */
 static bool
 transient(int sqlerrcode)
@@ -228,7 +199,7 @@ call_guarded(HandlerCache *hc, text *resource, ReadyList *ready, int limit,
 }
 
 /*
- * Refuse a decision on a key whose handler is running (file header).
+ * Refuse a decision on a key whose handler is running (README.md).
  */
 void
 handler_check_reentry(const Datum *key)
@@ -282,7 +253,7 @@ run_events(HandlerCache *hc, const Datum *key, ReadyList *ready, bool guarded,
 /*
  * Call the handler on the ready events of key (consumer, resource) in
  * order; returns how many ran.  Unguarded, an error goes up.  Guarded
- * (dead-lettering, file header), the first event that fails stops the run:
+ * (dead-lettering, README.md), the first event that fails stops the run:
  * the events before it ran, and its index is returned with its error in
  * *failure.  While the handler runs, decisions on the key are refused.
  */

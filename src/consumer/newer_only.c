@@ -1,32 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * newer_only.c
- *	  ordering.newer_only(): a BEFORE UPDATE row trigger that makes a user's
- *	  projection table stale-safe.
- *
- * Installed on a table with a version column,
- *
- *	CREATE TRIGGER newer_only BEFORE UPDATE ON billing_view FOR EACH ROW
- *		EXECUTE FUNCTION ordering.newer_only('version' [, 'consumer']);
- *
- * it skips (returns NULL for) every update whose new version is not greater
- * than the stored one, so a plain INSERT ... ON CONFLICT DO UPDATE SET ...,
- * version = EXCLUDED.version never lets an older or equal event overwrite a
- * newer one.  A stored NULL version counts as older than any version; a new
- * NULL version is an error.
- *
- * Locking: none of its own.  A BEFORE UPDATE trigger runs after the row is
- * locked by the UPDATE (or by ON CONFLICT DO UPDATE), and OLD is the newest
- * committed version of the row, so the comparison is atomic with the write:
- * two concurrent upserts of one row are serialized by the row lock, and the
- * second compares against what the first committed.
- *
- * With a consumer name, each update reaching the trigger is counted as
- * consumed and as applied, stale (older) or duplicate (equal).  The first
- * insert of a row never reaches an UPDATE trigger and is not counted.
- *
- * Layer: a trigger entry point; it calls triggers.c and the statistics
- * (stats.h).
+ *	  ordering.newer_only(): a BEFORE UPDATE trigger that makes a user's
+ *	  projection table stale-safe (README.md, "Projections").
  *
  *-------------------------------------------------------------------------
  */

@@ -1,45 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * gaps_citus.c
- *	  The gaps of distributed consumers (consumer_citus.c): each node's part,
- *	  found and swept on the node, and the cluster's sweep run from the
- *	  coordinator.
- *
- * A distributed consumer's parked events, positions and gap requests live
- * in the shards of its tables, co-located shard by shard: every gap is
- * wholly on one node.  ordering_internal.shard_gaps() runs on a node and
- * works on the shard groups placed there, one after the other: it lists
- * their open gaps past the deadline, or sweeps them as gaps.c sweeps the
- * extension's own tables (the same rules: a request per gap, repeated with
- * exponential backoff, requests of closed gaps deleted).  It answers with
- * the rows as a JSON array.  ordering.sweep_gaps() on the coordinator then
- * runs it on every node (run_command_on_all_nodes(), one connection and
- * one transaction per node) and emits each request as gaps.c does:
- * NOTIFY ordering_gap on the coordinator, counted there.  A sweep on a
- * worker leaves the distributed consumers alone, so that every request is
- * announced where the listeners are.
- *
- * Locking, per shard group, the rules of one node (gaps.c, parked.c): the
- * shard group's metadata lock in ShareLock first (citus_meta.c: no move or
- * split changes the group's placement while we write its shard, and one
- * that ran meanwhile is seen: the group is skipped if it left), then SHARE
- * ROW EXCLUSIVE on the shard of <tag>_gap_requests, which a call settling
- * a gap of that shard (parked_settle_gap, redirected to the shard) excludes
- * with its ROW EXCLUSIVE, then the snapshot of the sweep, taken after the
- * lock.  A node's sweep and a move of one of its groups are ordered by the
- * metadata lock; a request swept on the old node before a move moves with
- * the shard.  The nodes' sweeps are separate transactions: a request that
- * a node recorded as emitted is announced only once the coordinator's
- * transaction commits; if it does not, the request is announced again
- * after its backoff, like one whose notification nobody heard.
- *
- * Privileges: shard_gaps() is for the monitoring set (listing) and the
- * operator set; a sweep needs EXECUTE on ordering.sweep_gaps() too.  It
- * runs on every node as its caller, so the sets must be granted there.
- *
- * Layer: the sweep of distributed consumers, below gaps.c; it calls
- * consumer_citus.c (their tables), citus_meta.c, the storage layer,
- * decision_log.c and the statistics.
+ * citus_gaps.c
+ *	  The gaps of distributed consumers: each node's part, listed or swept
+ *	  there, and the cluster's sweep from the coordinator (README.md,
+ *	  "Distributed consumers' gaps").
  *
  *-------------------------------------------------------------------------
  */
@@ -81,7 +45,7 @@ static const char *const list_sql =
 " ORDER BY o.consumer, o.resource_id";
 
 /*
- * One sweep of a shard group (gaps_sql.h, gaps.c's statement on the
+ * One sweep of a shard group (gaps.h, sweep.c's statement on the
  * shards; %3$s its gap_requests shard): the emitted requests as JSON rows.
  */
 static const char *const sweep_sql =
@@ -99,7 +63,7 @@ qualified_name(Oid relid)
 }
 
 /*
- * List or sweep one shard group of a distributed consumer (file header),
+ * List or sweep one shard group of a distributed consumer (README.md),
  * appending its JSON rows to out.  False if the group is no longer here.
  * The caller is connected to SPI.
  */
@@ -114,7 +78,7 @@ shard_group_gaps(const char *tag, const CitusTable *table,
 	Datum		args[1] = {Float8GetDatum(deadline)};
 	int			ret;
 
-	/* the group stays here while we work on it (file header) */
+	/* the group stays here while we work on it (README.md) */
 	citus_lock_shard(table, shard, ShareLock);
 	if (!citus_shard_here(shard->shardid))
 		return false;
@@ -132,7 +96,7 @@ shard_group_gaps(const char *tag, const CitusTable *table,
 
 	if (sweep)
 	{
-		/* as gaps.c: the lock, then the snapshot */
+		/* as sweep.c: the lock, then the snapshot */
 		LockRelationOid(shards[2], ShareRowExclusiveLock);
 		ret = SPI_execute_snapshot(SPI_prepare(psprintf(sweep_sql,
 														qualified_name(shards[0]),
@@ -184,7 +148,7 @@ shard_gaps_check_sweeper(void)
  * ordering_internal.shard_gaps(deadline double precision, sweep boolean)
  * returns text
  *
- * This node's part of the gaps of the distributed consumers (file header):
+ * This node's part of the gaps of the distributed consumers (README.md):
  * the open gaps older than deadline seconds of every shard group placed
  * here, or with sweep, one sweep of them and the requests it emitted
  * (rows of ordering.gap_requests); a JSON array.
@@ -248,10 +212,10 @@ static const char *const cluster_sql =
 
 /*
  * ordering.sweep_gaps() on the coordinator of a cluster with distributed
- * consumers: their part (file header), one sweep on every node.  Returns
+ * consumers: their part (README.md), one sweep on every node.  Returns
  * what each node's sweep emitted, a JSON array of rows of
  * ordering.gap_requests per node, in the order of the nodes, for the caller
- * to announce and count (gaps.c); NIL elsewhere.  The caller is connected
+ * to announce and count (sweep.c); NIL elsewhere.  The caller is connected
  * to SPI.
  */
 List *

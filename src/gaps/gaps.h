@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * gaps_new.h
+ * gaps.h
  *	  What the files of the gap sweep share, and what _PG_init calls: a
  *	  section per file (README.md).
  *
@@ -24,7 +24,7 @@
 /*
  * The open gaps past the deadline ($1, seconds) of a consumer's positions
  * and parked events, POSITIONS and PARKED: the definition of the view
- * ordering.open_gaps, for a distributed consumer's shards (gaps_citus.c).
+ * ordering.open_gaps, for a distributed consumer's shards (citus_gaps.c).
  */
 #define ORDERING_OPEN_GAPS_SQL(POSITIONS, PARKED) \
 "SELECT agg.consumer, agg.resource_id," \
@@ -102,7 +102,7 @@
 "  ORDER BY u.consumer, u.resource_id"
 
 /*
- * gaps.c: the sweep
+ * sweep.c: the sweep
  */
 
 /*

@@ -1,66 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * gaps.c
- *	  Gap escalation: ordering.sweep_gaps() and
- *	  ordering_internal.gap_deadline().
- *
- * A gap is open when a (consumer, resource) has parked events whose lowest
- * seq is above position + 1.  The view ordering.open_gaps lists the gaps
- * whose oldest parked event is older than ordering.gap_deadline; it reads
- * the parked events by (consumer, resource) and looks up the position of
- * each pair past the deadline by primary key, so its cost grows with the
- * events parked, never with the number of positions (parking pays for no
- * parked_at index).  A sweep turns that list into ordering.gap_requests:
- *
- *	- a gap without a request gets one (attempts = 1) and is emitted;
- *	- a gap with a request is emitted again (attempts + 1) once
- *	  now() >= last_requested_at + gap_deadline * 2^(min(attempts, 7) - 1),
- *	  i.e. after 1, 2, 4, ... and at most 64 deadlines; otherwise only its
- *	  range and counts are refreshed;
- *	- a request whose gap is no longer open (filled, skipped, or nothing
- *	  parked past the deadline any more) is deleted: a safety net behind
- *	  the consumer functions, which delete it themselves.
- *
- * Each emitted request is sent as NOTIFY ordering_gap with the row as JSON,
- * counted as GAP_ESCALATED for its consumer (every emission, first or
- * repeated), and returned.
- *
- * Locking: a sweep takes SHARE ROW EXCLUSIVE on ordering.gap_requests and
- * only then takes the snapshot its statement runs with (GetLatestSnapshot,
- * also in a REPEATABLE READ transaction, whose own snapshot may be older).
- * The mode conflicts with itself, so two sweeps of one database (the worker
- * and a manual call) run one after the other and never emit the same
- * request twice.  It also conflicts with ROW EXCLUSIVE, which any write of
- * the table takes, and which a deliver() or skip_gap() that may close a gap
- * takes before it probes the key's request (parked.c).  So a gap-closing
- * call and a sweep are ordered by that lock:
- *
- *	- the call got its lock first: the sweep waits for it to commit, and its
- *	  snapshot then sees the gap closed, so it neither writes nor emits a
- *	  request for it;
- *	- the sweep got its lock first: the call waits for the sweep to commit,
- *	  then sees the request the sweep wrote and deletes it.  The sweep did
- *	  emit that request, rightly: the gap was open in what had committed.
- *
- * While the database is being restored (ordering.restoring) a sweep is
- * refused: parked events may be loaded and the positions they wait behind
- * not yet, so it would request gaps that do not exist, and write requests
- * that the restore then fails to load.  It looks at the database's setting
- * too, which ordering.pre_restore() may have made after the caller's
- * connection was opened (the worker's connection lives long; a backend reads
- * the database's settings only when it starts).
- *
- * Parking, in-order events of a key with nothing parked, and stale or
- * duplicate events close no gap and never wait for a sweep.  A sweep takes
- * no key lock, and once it holds its lock no other transaction has a write
- * of ordering.gap_requests in progress, so it waits for nobody and no cycle
- * can form: a consumer's order is key lock, then ordering.gap_requests.  (A
- * transaction that runs sweep_gaps() and then delivers events reverses that
- * order, and may end in a deadlock error against a concurrent deliver().)
- *
- * Layer: SQL entry points (the sweep and the gap views' functions), below
- * worker.c; it calls gaps_citus.c, the storage layer, plans.c,
- * decision_log.c, settings and the statistics.
+ * sweep.c
+ *	  Gap escalation: ordering.sweep_gaps(), and
+ *	  ordering_internal.gap_deadline() (README.md, "The sweep").
  *
  *-------------------------------------------------------------------------
  */
@@ -90,7 +32,7 @@ static const char *const lock_sql =
 "LOCK TABLE ordering.gap_requests IN SHARE ROW EXCLUSIVE MODE";
 
 /*
- * $1: the deadline in seconds (gaps_sql.h).  Returns the emitted requests
+ * $1: the deadline in seconds (gaps.h).  Returns the emitted requests
  * with their JSON.
  */
 static const char *const sweep_sql =
@@ -109,7 +51,7 @@ static const char *const restoring_sql =
 "   AND pg_catalog.starts_with(c, 'ordering.restoring=')";
 
 /*
- * $1: the requests a node of a cluster swept (gaps_citus.c), a JSON array:
+ * $1: the requests a node of a cluster swept (citus_gaps.c), a JSON array:
  * the rows, as sweep_sql returns them.
  */
 static const char *const node_requests_sql =
@@ -125,7 +67,7 @@ static SPIPlanPtr restoring_plan = NULL;
 
 /*
  * Is this database being restored: this backend's ordering.restoring, or
- * the database's setting (file header)?  The caller is connected to SPI.
+ * the database's setting (README.md)?  The caller is connected to SPI.
  */
 bool
 ordering_database_restoring(void)
@@ -160,7 +102,7 @@ ordering_database_restoring(void)
  * Emit the requests a sweep returned (in SPI_tuptable, the columns of
  * ordering.gap_requests and the row as JSON): each is a row of the result,
  * sent as NOTIFY ordering_gap with its JSON, counted as GAP_ESCALATED for
- * its consumer and logged (file header).
+ * its consumer and logged (README.md).
  */
 static void
 emit_requests(ReturnSetInfo *rsinfo)
@@ -237,7 +179,7 @@ ordering_sweep_gaps(PG_FUNCTION_ARGS)
 
 	/*
 	 * A snapshot taken now that we hold the lock: it includes every
-	 * gap-closing call that committed before we got it (file header).
+	 * gap-closing call that committed before we got it (README.md).
 	 */
 	args[0] = Float8GetDatum((double) ordering_gap_deadline);
 	ret = SPI_execute_snapshot(ordering_prepare_once(&sweep_plan, sweep_sql,

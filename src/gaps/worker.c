@@ -1,44 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  The gap-sweeper background workers.
- *
- * Registered only when the library is preloaded.  A background worker can
- * connect to one database per process, so there are two kinds:
- *
- *	- the launcher ("ordering launcher", static, restarted 5 s after it
- *	  dies): connects to no database, reads ordering.sweep_databases and
- *	  ordering.sweep_role and keeps one sweeper per listed database running.
- *	  It starts the missing ones, stops those of databases no longer listed
- *	  (or when the role changed), and restarts one that exited (after an
- *	  error, a crash or pg_terminate_backend) at most once per
- *	  ordering.sweep_interval, so a failing database is retried each
- *	  interval without a restart storm (a configuration reload retries at
- *	  once).  When it exits, it stops its sweepers, so a restarted
- *	  launcher never runs duplicates.  A sweeper keeps its database
- *	  connected: to drop a swept database, remove it from the list and
- *	  reload first, or use DROP DATABASE ... WITH (FORCE).
- *
- *	- a sweeper ("ordering gap sweeper", dynamic, one per database, never
- *	  restarted by the postmaster): connects as ordering.sweep_role (empty:
- *	  the bootstrap superuser) and runs SELECT ordering.sweep_gaps() in its
- *	  own transaction, at once and then every ordering.sweep_interval.  A
- *	  database without the extension is skipped (logged once); an error
- *	  ends the sweeper like any background worker ERROR (it is logged; the
- *	  server is not affected) and the launcher starts a new one after the
- *	  interval.
- *
- * Both reload the configuration on SIGHUP (a changed interval takes effect
- * for the current wait) and exit promptly on SIGTERM (die()).  They show in
- * pg_stat_activity with their bgw_type as backend_type and as
- * application_name.
- *
- * Locking: the launcher's state is process-local; the workers share nothing
- * but what the postmaster's background-worker slots and the sweep's own
- * table locks (see gaps.c) provide.
- *
- * Layer: the top of the sweep (background workers); it calls gaps.c
- * (through SQL and gaps.h), plans.c and settings.
+ *	  The gap sweeper's background workers: the launcher, and a sweeper per
+ *	  listed database (README.md, "The background workers").
  *
  *-------------------------------------------------------------------------
  */

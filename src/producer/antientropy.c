@@ -1,33 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * antientropy.c
- *	  The two hashes of reconciliation: ordering.resource_bucket() and
- *	  ordering.resource_fingerprint().
- *
- * Reconciliation (docs/anti-entropy.md) compares a producer stream with a
- * consumer, which live in different databases, perhaps on different
- * platforms and PostgreSQL versions.  Both sides put each resource into a
- * bucket and summarise each bucket by a fingerprint of its (resource, seq)
- * pairs; the two sides agree on a bucket exactly when their hashes agree
- * bit for bit.  So the hashes are defined on bytes, not on anything
- * PostgreSQL may change (hashtext() and friends differ between versions
- * and byte orders):
- *
- *	- the bytes of a resource id are its UTF-8 encoding (as stored in a
- *	  UTF8 or SQL_ASCII database; converted to UTF-8 otherwise);
- *	- resource_bucket(r, n) = floor(h * n / 2^32), h = the first 4 bytes of
- *	  SHA-256(bytes of r) read as a big-endian unsigned integer;
- *	- resource_fingerprint(r, seq) = the first 8 bytes of SHA-256(bytes of r
- *	  followed by seq as 8 big-endian bytes, as int8send() writes it), read
- *	  as a big-endian two's complement bigint.
- *
- * Both can be recomputed with the built-in sha256() (the regression test
- * does), or with any SHA-256 library outside the database.
- *
- * These functions keep no state; there is nothing to lock.
- *
- * Layer: an SQL entry point (the reconcile() hashes) that calls only
- * sha256.c.
+ *	  The two hashes of reconciliation, ordering.resource_bucket() and
+ *	  ordering.resource_fingerprint(), defined on bytes (README.md,
+ *	  "Reconciliation's hashes").
  *
  *-------------------------------------------------------------------------
  */
@@ -70,7 +46,7 @@ resource_bytes(text *resource, size_t *len)
 /*
  * ordering.resource_bucket(resource_id text, buckets integer) returns integer
  *
- * The bucket, 0 .. buckets - 1, of a resource (file header).
+ * The bucket, 0 .. buckets - 1, of a resource (README.md).
  */
 Datum
 ordering_resource_bucket(PG_FUNCTION_ARGS)
@@ -96,7 +72,7 @@ ordering_resource_bucket(PG_FUNCTION_ARGS)
 /*
  * ordering.resource_fingerprint(resource_id text, seq bigint) returns bigint
  *
- * The 64-bit hash of a (resource, seq) pair (file header); a bucket's
+ * The 64-bit hash of a (resource, seq) pair (README.md); a bucket's
  * summary is the bit_xor() of the fingerprints of its resources.
  */
 Datum

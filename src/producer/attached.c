@@ -1,59 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * attached.c
- *	  Is the relation a sequencing trigger fires on really attached?
- *
- * ordering.attach() registers a table in ordering.attachments and creates
- * three triggers on it: the sequencing trigger (BEFORE INSERT), its
- * companion that tells provisional.c which rows were stored (AFTER INSERT,
- * whose WHEN clause does the work) and the guard (BEFORE UPDATE OR DELETE)
- * that keeps a sequenced row's number and resource and recognizes a row
- * moving between partitions.  On a partitioned table PostgreSQL clones all
- * three to every partition.
- *
- * The trigger refuses to sequence a row when that picture does not hold:
- *
- *	- the relation, or the partitioned table it is a partition of, is not
- *	  registered as attached with this trigger's stream: a trigger copied or
- *	  created by hand or by a tool (Citus creates the triggers of a
- *	  distributed table on its shards, each of which would count on its own
- *	  node: a table attached before Citus distributed it), or a partition
- *	  detached with its trigger (SQLSTATE 0A000);
- *	- the relation is registered, but a companion is missing or not enabled
- *	  like the sequencing trigger (ALTER TABLE ... DISABLE TRIGGER of one of
- *	  them): without it numbers of stored rows would be given back
- *	  (SQLSTATE 55000).
- *
- * A sequencing trigger with a fourth argument, the counter table of a
- * stream distributed by Citus, fires on a shard of a table attached on the
- * coordinator, where the registry is: citus.c checks the picture there in
- * Citus's metadata instead, and finds the counter shard the row is counted
- * in.  Such a verdict is also forgotten when the relcache entry of the
- * distributed table or of its counter table is invalidated (citus.c says
- * why that suffices).
- *
- * The verdict is cached per relation and forgotten when the relation's
- * relcache entry is invalidated, which attaching, detaching, creating or
- * dropping a trigger, attaching or detaching a partition, and turning the
- * relay wake-up on or off (wakeup.c) all do.  With the verdict go the
- * table's wake-up option, read from the same registry row, and whether a
- * BEFORE INSERT row trigger fires after ours (and so may suppress a row we
- * numbered: provisional.c), so that the trigger learns both with one test
- * per row.
- *
- * The companion's only work is provisional.c's: for a statement in which
- * nothing can skip a numbered row, it has none, and attached_skip_companions()
- * turns it off in that statement's own copy of the table's triggers.
- *
- * During a restore the trigger does not ask (producer.c): the registry may
- * be loaded after the tables.  ordering.post_restore() compares the
- * registry with what each table's trigger says instead, through
- * ordering_internal.sequencing_trigger(), which reads the trigger's
- * arguments from the relcache as the trigger itself gets them.
- *
- * Layer: the producer's verdict on an attached table, below producer.c,
- * provisional.c and restore.c; it calls citus.c (the counter shard of a
- * distributed table) and the storage layer.
+ *	  The verdict on the table a sequencing trigger fires on: registered as
+ *	  attached with this trigger's stream, its companions in place, and where
+ *	  it counts (README.md, "Attached tables").
  *
  *-------------------------------------------------------------------------
  */
@@ -96,7 +46,7 @@ typedef struct AttachedEntry
 	Oid			tgoid;			/* the sequencing trigger checked */
 	AttachedTable table;
 	Oid			depends[2];		/* a shard's distributed table and counter
-								 * table (citus.c), or InvalidOid */
+								 * table (citus_counters.c), or InvalidOid */
 } AttachedEntry;
 
 static HTAB *attached_cache = NULL;
@@ -284,7 +234,7 @@ registered_stream(Relation rel, bool *wake_relays)
 
 /*
  * Refuse to sequence rows of "rel" with this trigger and stream unless the
- * relation is attached (file header).  Tells the caller the relation's
+ * relation is attached (README.md).  Tells the caller the relation's
  * wake-up option (wakeup.c) and whether a later BEFORE trigger may suppress
  * its rows.
  */
@@ -321,7 +271,7 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text,
 	owned_check_version();
 	if (trigger->tgnargs == 4)
 	{
-		/* a shard of a distributed stream (file header) */
+		/* a shard of a distributed stream (README.md) */
 		Oid			logical;
 		Oid			counters;
 		int32		hash_min;
@@ -372,7 +322,7 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text,
 /*
  * Refuse a row that the counters of its table do not count: on a shard of a
  * distributed table, whose counters are a counter shard, its resource must
- * hash into the shard's range (citus.c).
+ * hash into the shard's range (citus_counters.c).
  */
 void
 attached_check_resource(Relation rel, const AttachedTable *table,
@@ -429,7 +379,7 @@ attached_skip_companions(EState *estate)
  * The owner of a table the registry has for "stream", other than "relid",
  * whose owner's role the caller is not a member of (*other: that table); or
  * InvalidOid.  Attaching to a stream, or raising its counters, takes numbers
- * from it, so it belongs to whoever owns its tables (attachments.c).  Read
+ * from it, so it belongs to whoever owns its tables (registry.c).  Read
  * with "snapshot" (SnapshotSelf for a caller that holds the registry's
  * lock, so that concurrent attaches see each other).
  */

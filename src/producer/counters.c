@@ -1,41 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * counters.c
- *	  The producer's counters in ordering.sequences: take the next number,
- *	  take an asserted one, raise one to restored history, give one back,
- *	  read the last one.
- *
- * Each counter is one row (stream, resource_id, last_seq), advanced in the
- * producer's own transaction through the storage layer (owned_rows.c has
- * the locking and isolation rules): a rollback gives the number back, a
- * concurrent producer of the same resource waits for the commit and
- * continues after it, different resources never meet.  Deleting outbox rows
- * never touches the counters, so a sequence never restarts.
- *
- * Every wait a counter causes is on a row or on a transaction ID, so
- * pg_locks shows it as a "transactionid" or "tuple" wait, like an UPDATE's;
- * an error context names the stream and the resource, so a deadlock or
- * lock_timeout report says which counter was wanted.
- *
- * Each function takes the counter table to advance ("counters"): InvalidOid
- * for ordering.sequences, or the OID of a counter shard of a stream that
- * Citus distributes (citus.c), a table of the same shape that the storage
- * layer opens by OID.  The rules above and below are the same in both.
- *
- * Counters held by a statement (statement_counters.c), keyed by the OID of
- * their counter table (ordering.sequences' own for InvalidOid).  A statement that
- * may insert many rows writes each counter once: its first row of a
- * resource takes its number from the counter row like any request (the
- * row is written, and so locked until the transaction ends), the counter
- * is then held in memory, and counter_statement_end() writes it with its
- * final value when the statement ends.  While a counter is held, every
- * request of this backend for it is answered from memory, so the row is
- * written by nobody else meanwhile, and other transactions wait for its
- * lock as they always did: numbers still follow commit order.
- *
- * Layer: producer services, below producer.c, citus.c, provisional.c and
- * restore.c; it calls statement_counters.c, wakeup.c, the storage layer and
- * the statistics.
+ *	  The counters of the streams: the next number, an asserted one, a
+ *	  raised one, one given back, the last one, each in the caller's
+ *	  transaction (README.md, "Counters").
  *
  *-------------------------------------------------------------------------
  */
@@ -278,7 +246,7 @@ counter_next_in(Oid counters, text *stream, text *resource)
  * (refuse_asserted()).
  *
  * A statement that holds counters holds this one from its first row on
- * (file header).  A row known to be stored ("stored": nothing can skip it
+ * (README.md).  A row known to be stored ("stored": nothing can skip it
  * any more) is then counted with its counter and reported when the counter
  * is written (*counted); the caller reports the others.
  */
@@ -466,7 +434,7 @@ counter_last_held(text *stream, text *resource, int64 *seq)
 /*
  * ordering.next_sequence() of (stream, resource): the next number from the
  * stream's counters, in ordering.sequences, or, for a stream Citus
- * distributes, in its counter table through Citus (citus.c), unless a
+ * distributes, in its counter table through Citus (citus_counters.c), unless a
  * statement of ours holds the counter.
  */
 int64
@@ -566,7 +534,7 @@ counter_statement_begin(bool bulk)
 /*
  * The statement ended: write the counters it held, and the orphans of a
  * failed statement whose error was caught without a rollback
- * (statement_counters.c).
+ * (held_counters.c).
  */
 void
 counter_statement_end(void)

@@ -1,61 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * statement_counters.c
- *	  Counters a running statement holds in backend memory: one counter
- *	  write per resource per statement instead of one per row.
- *
- * A COPY, a backfill or a batch job that inserts many rows of one resource
- * in one statement would fetch and write that resource's counter row once
- * per row.  Instead, the first row of a resource in a statement takes its
- * number from the counter row as any row does (counters.c: the row is
- * written, so it stays locked by this transaction until it ends, and a
- * concurrent producer of the resource waits for our commit exactly as
- * before); the counter is then recorded here, and the later rows of that
- * resource take their numbers from memory.  When the statement ends, its
- * counters are written once each with their final value (counters.c,
- * called from the statement hooks of provisional.c), before anything else
- * of the transaction can run.  This file keeps the data: which counters are
- * held, by which statement, and how to undo what a rolled-back
- * subtransaction did to them.  It neither reads nor writes a table.
- *
- * Who uses a held counter.  While a counter is held, every request for it
- * in this backend goes through it (counters.c looks here first): the
- * statement's own rows, a nested statement's (a trigger or function that
- * inserts into the same stream), next_sequence(), last_sequence(), the
- * give-back of a number ON CONFLICT did not use (provisional.c), a raised
- * counter.  So the counter row is written by nobody else in this
- * transaction meanwhile, and "written" stays what the row holds.  Only a
- * plain SQL read of ordering.sequences inside the running statement sees
- * the counter as of the statement's first row of the resource.
- *
- * Which statements hold counters: those that may insert more than one row
- * ("bulk": COPY FROM, INSERT ... SELECT, multi-row VALUES, data-modifying
- * WITH queries, UPDATE moving rows between partitions), in at most the
- * memory a hash table may use (work_mem * hash_mem_multiplier)
- * of them each (further resources are written through, row by row).  A
- * single-row INSERT holds none: it would only pay for the bookkeeping.  A
- * statement whose start the hooks did not see holds none either.
- *
- * Savepoints.  A counter is held in the subtransaction that wrote its row
- * (created_subid); the statement writes it back in that same
- * subtransaction, since a statement runs in one.  Numbers handed out in a
- * subtransaction below it (a function with an EXCEPTION block that
- * inserts) are logged here with the value before, so that its rollback
- * takes them back, as the rollback of its writes would have; its commit
- * hands the log entry to its parent.  A subtransaction that rolls back the
- * counter's own row takes the counter with it.
- *
- * Errors.  A statement that fails leaves its counters "orphaned": the
- * rollback that follows (of the transaction, or of the subtransaction a
- * handler started) discards them with the rows that took their numbers.
- * Code that would catch the error without a rollback keeps the rows, and
- * the orphans are then written like a statement's, when the next statement
- * ends in their subtransaction or before commit.
- *
- * Memory: a context below TopTransactionContext, so everything goes with
- * the transaction.
- *
- * Layer: producer services, below counters.c; it calls only compat.h.
+ * held_counters.c
+ *	  The counters a running statement holds in backend memory, so that a
+ *	  statement writes each counter once (README.md, "Counters a statement
+ *	  holds").  It neither reads nor writes a table.
  *
  *-------------------------------------------------------------------------
  */
@@ -81,7 +29,7 @@ typedef struct HeldKey
 /* A held counter: its key, its place in a list, and the counter */
 typedef struct HeldEntry
 {
-	HeldKey	key;
+	HeldKey		key;
 	dlist_node	node;			/* in its statement's list, or the orphans' */
 	HeldCounter data;
 } HeldEntry;
@@ -92,7 +40,7 @@ typedef struct HeldEntry
  */
 typedef struct HeldSlot
 {
-	HeldKey *key;			/* &entry->key */
+	HeldKey    *key;			/* &entry->key */
 	uint32		hash;
 	char		status;
 } HeldSlot;
@@ -132,7 +80,7 @@ typedef struct HeldUndo
 	SubTransactionId prev_subid;	/* the one that had changed it before */
 	CommandId	prev_cid;
 	int64		last_before;
-	HeldEntry *entry;
+	HeldEntry  *entry;
 } HeldUndo;
 
 /* A statement running at some depth */
@@ -152,7 +100,7 @@ static HeldUndo *undo_log = NULL;
 static int	undo_n = 0;
 static int	undo_max = 0;
 
-static HeldStatement *statements = NULL; /* [1 .. depth] */
+static HeldStatement *statements = NULL;	/* [1 .. depth] */
 static int	depth = 0;
 static int	depth_max = 0;
 
@@ -192,8 +140,8 @@ held_key_hash(Oid relid, text *stream, text *resource)
 HeldCounter *
 held_find(Oid relid, text *stream, text *resource, uint32 hash)
 {
-	HeldKey	key = {relid, hash, stream, resource};
-	HeldSlot *slot;
+	HeldKey		key = {relid, hash, stream, resource};
+	HeldSlot   *slot;
 
 	if (held_count == 0)
 		return NULL;
@@ -202,12 +150,12 @@ held_find(Oid relid, text *stream, text *resource, uint32 hash)
 		return NULL;
 	/* slot->key is &entry->key */
 	return &((HeldEntry *) ((char *) slot->key -
-							   offsetof(HeldEntry, key)))->data;
+							offsetof(HeldEntry, key)))->data;
 }
 
 /*
  * The counter held for (stream, resource) in any counter table, or NULL:
- * for a caller that cannot name the counter table (citus.c's next_sequence()
+ * for a caller that cannot name the counter table (citus_counters.c's next_sequence()
  * of a distributed stream knows the distributed table, the trigger its
  * shard).  A resource of a stream has one counter table at a time, so at
  * most one matches.  A walk over every held counter: only for such callers.
@@ -216,20 +164,20 @@ HeldCounter *
 held_find_any(text *stream, text *resource)
 {
 	heldtab_iterator iter;
-	HeldSlot *slot;
+	HeldSlot   *slot;
 
 	if (held_count == 0)
 		return NULL;
 	heldtab_start_iterate(held_hash, &iter);
 	while ((slot = heldtab_iterate(held_hash, &iter)) != NULL)
 	{
-		HeldKey	key = *slot->key;
+		HeldKey		key = *slot->key;
 
 		key.stream = stream;
 		key.resource = resource;
 		if (held_key_equal(slot->key, &key))
 			return &((HeldEntry *) ((char *) slot->key -
-									   offsetof(HeldEntry, key)))->data;
+									offsetof(HeldEntry, key)))->data;
 	}
 	return NULL;
 }
@@ -254,7 +202,7 @@ entry_of(HeldCounter *pc)
 }
 
 /*
- * Does the running statement hold counters (file header)?
+ * Does the running statement hold counters (README.md)?
  */
 bool
 held_statement_is_bulk(void)
@@ -266,14 +214,14 @@ held_statement_is_bulk(void)
  * Hold the counter of a key for the running statement, its row having just
  * been written with "value" by the current subtransaction.  NULL, holding
  * nothing, when the statement holds no counters or all the memory it may
- * already (file header).
+ * already (README.md).
  */
 HeldCounter *
 held_add(Oid relid, text *stream, text *resource, uint32 hash, int64 value)
 {
-	HeldEntry *entry;
+	HeldEntry  *entry;
 	HeldCounter *pc;
-	HeldSlot *slot;
+	HeldSlot   *slot;
 	Size		slen = VARSIZE_ANY(stream);
 	Size		rlen = VARSIZE_ANY(resource);
 	bool		found;
@@ -283,10 +231,10 @@ held_add(Oid relid, text *stream, text *resource, uint32 hash, int64 value)
 	if (held_cxt == NULL)
 	{
 		held_cxt = AllocSetContextCreate(TopTransactionContext,
-											"ordering statement counters",
-											ALLOCSET_DEFAULT_MINSIZE,
-											(Size) ALLOCSET_DEFAULT_INITSIZE,
-											(Size) ALLOCSET_DEFAULT_MAXSIZE);
+										 "ordering statement counters",
+										 ALLOCSET_DEFAULT_MINSIZE,
+										 (Size) ALLOCSET_DEFAULT_INITSIZE,
+										 (Size) ALLOCSET_DEFAULT_MAXSIZE);
 		/* entries of all sizes, packed (they are freed together, mostly) */
 		entries_cxt = GenerationContextCreate(held_cxt,
 											  "ordering statement counter entries",
@@ -329,7 +277,7 @@ held_add(Oid relid, text *stream, text *resource, uint32 hash, int64 value)
 
 /*
  * Set a held counter to "value", logging the value before for a
- * subtransaction below the one that holds it (file header).
+ * subtransaction below the one that holds it (README.md).
  */
 void
 held_set(HeldCounter *pc, int64 value)
@@ -338,7 +286,7 @@ held_set(HeldCounter *pc, int64 value)
 
 	if (subid != pc->changed_subid)
 	{
-		HeldUndo *u;
+		HeldUndo   *u;
 
 		/* changed_subid is open: the current one or one of its parents */
 		Assert(subid > pc->changed_subid);
@@ -371,8 +319,8 @@ held_set(HeldCounter *pc, int64 value)
 void
 held_forget(HeldCounter *pc)
 {
-	HeldEntry *entry = entry_of(pc);
-	HeldSlot *slot;
+	HeldEntry  *entry = entry_of(pc);
+	HeldSlot   *slot;
 
 	dlist_delete(&entry->node);
 	slot = heldtab_lookup_hash(held_hash, &entry->key, entry->key.hash);
@@ -383,7 +331,7 @@ held_forget(HeldCounter *pc)
 }
 
 /*
- * A statement begins; "bulk" if it may hold counters (file header).
+ * A statement begins; "bulk" if it may hold counters (README.md).
  */
 void
 held_statement_begin(bool bulk)
@@ -415,7 +363,7 @@ held_statement_take(void)
 
 	while (!dlist_is_empty(held))
 	{
-		HeldEntry *entry = entry_of_node(dlist_head_node(held));
+		HeldEntry  *entry = entry_of_node(dlist_head_node(held));
 
 		if (entry->data.created_subid == GetCurrentSubTransactionId())
 			return &entry->data;
@@ -438,7 +386,7 @@ held_statement_end(void)
 }
 
 /*
- * The statement failed: its counters are orphaned (file header).
+ * The statement failed: its counters are orphaned (README.md).
  */
 void
 held_statement_abandon(void)
@@ -448,7 +396,7 @@ held_statement_abandon(void)
 	Assert(depth > 0);
 	dlist_foreach_modify(iter, &statements[depth].held)
 	{
-		HeldEntry *entry = entry_of_node(iter.cur);
+		HeldEntry  *entry = entry_of_node(iter.cur);
 
 		dlist_delete(&entry->node);
 		entry->data.owner = 0;
@@ -468,7 +416,7 @@ held_orphan_take(void)
 
 	dlist_foreach(iter, &orphans)
 	{
-		HeldEntry *entry = entry_of_node(iter.cur);
+		HeldEntry  *entry = entry_of_node(iter.cur);
 
 		if (entry->data.created_subid == GetCurrentSubTransactionId())
 			return &entry->data;
@@ -484,7 +432,7 @@ held_orphan_take(void)
  */
 static void
 held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-						 SubTransactionId parentSubid, void *arg)
+					  SubTransactionId parentSubid, void *arg)
 {
 	dlist_mutable_iter iter;
 
@@ -494,7 +442,7 @@ held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	{
 		while (undo_n > 0 && undo_log[undo_n - 1].subid >= mySubid)
 		{
-			HeldUndo *u = &undo_log[--undo_n];
+			HeldUndo   *u = &undo_log[--undo_n];
 			HeldCounter *pc = &u->entry->data;
 
 			pc->last = u->last_before;
@@ -503,7 +451,7 @@ held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		}
 		dlist_foreach_modify(iter, &orphans)
 		{
-			HeldEntry *entry = entry_of_node(iter.cur);
+			HeldEntry  *entry = entry_of_node(iter.cur);
 
 			if (entry->data.created_subid >= mySubid)
 				held_forget(&entry->data);
@@ -518,7 +466,7 @@ held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			kept--;
 		for (int i = kept; i < undo_n; i++)
 		{
-			HeldUndo *u = &undo_log[i];
+			HeldUndo   *u = &undo_log[i];
 			HeldCounter *pc = &u->entry->data;
 
 			pc->changed_subid = parentSubid;
@@ -531,7 +479,7 @@ held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		undo_n = kept;
 		dlist_foreach_modify(iter, &orphans)
 		{
-			HeldEntry *entry = entry_of_node(iter.cur);
+			HeldEntry  *entry = entry_of_node(iter.cur);
 
 			if (entry->data.created_subid == mySubid)
 				entry->data.created_subid = parentSubid;

@@ -96,10 +96,10 @@ extern int	held_count;
 
 extern uint32 held_key_hash(Oid relid, text *stream, text *resource);
 extern HeldCounter *held_find(Oid relid, text *stream, text *resource,
-									uint32 hash);
+							  uint32 hash);
 extern HeldCounter *held_find_any(text *stream, text *resource);
 extern HeldCounter *held_add(Oid relid, text *stream, text *resource,
-								   uint32 hash, int64 value);
+							 uint32 hash, int64 value);
 extern void held_set(HeldCounter *pc, int64 value);
 extern void held_forget(HeldCounter *pc);
 
@@ -168,7 +168,7 @@ typedef struct AttachedTable
 	bool		later_trigger;	/* a BEFORE INSERT trigger fires after ours */
 	Oid			counters;		/* the counter table: InvalidOid for
 								 * ordering.sequences, or a counter shard
-								 * (citus.c) */
+								 * (citus_counters.c) */
 	int32		hash_min;		/* with a counter shard: the hash range of */
 	int32		hash_max;		/* the shard's resources */
 } AttachedTable;

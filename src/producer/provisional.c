@@ -2,85 +2,8 @@
  *
  * provisional.c
  *	  Numbers handed to rows that may not be stored: kept provisional until
- *	  the row is stored, given back if it is not.
- *
- * The sequencing trigger runs BEFORE INSERT, so it hands out a number
- * before anyone knows whether the row will be stored: INSERT ... ON CONFLICT
- * DO NOTHING skips a row whose key exists, ON CONFLICT DO UPDATE updates the
- * existing row instead, and a later BEFORE trigger may return NULL.  A
- * number handed to such a row must be given back like a rollback gives it
- * back, or the sequence has a gap no republish can fill.
- *
- * So a number handed to a row that may be skipped is recorded here as
- * provisional, with the statement nesting level it was handed out at, and
- * the row's
- * companion AFTER INSERT trigger tells us when the row is stored: its WHEN
- * clause, ordering.sequence_stored(), is evaluated right after the row is
- * stored and only for rows that are stored, and it removes the record of
- * the row whose BEFORE trigger ran last at that level (it returns false, so
- * the trigger itself never fires and no event is queued).  The clause takes
- * no arguments because it is prepared once per statement: the less it has
- * to parse, the less a single-row INSERT pays.  What remains recorded at a
- * level once that level's rows are decided is a number whose row was not
- * stored, and is given back:
- *
- *	- when the trigger fires again at the same level: the rows before it in
- *	  that statement are decided by then (ON CONFLICT and BEFORE triggers
- *	  decide a row before the next row is looked at), so the next row gets
- *	  the number back and no gap ever forms;
- *	- when the statement ends (our ExecutorRun and COPY hooks);
- *	- before the transaction commits or is prepared, for anything a
- *	  statement whose start we did not see left behind (the library loaded
- *	  in the middle of it, or rows inserted by logical replication).
- *
- * A number can be given back only while it is the last one handed out for
- * its resource.  When a later row already holds a higher number (a BEFORE
- * trigger that inserted another event of the same resource and then
- * suppressed its own row, say), the statement fails instead: never a silent
- * gap.
- *
- * Which rows may be skipped: those of a statement with ON CONFLICT (in any
- * of its data-modifying parts), those of a table where a BEFORE INSERT
- * trigger fires after ours, and those of a statement whose start we did not
- * see.  Every other row that got a number is stored, or the statement fails
- * and its rollback gives the number back, so it is not recorded, and the
- * statement's copy of the companion is turned off (attached.c): a plain
- * INSERT pays nothing for this file.  (COPY and partition routing open
- * their tables where we cannot reach them: there the companion stays on
- * and finds nothing to settle.)
- *
- * A later BEFORE trigger may also change the row it lets through: a
- * trigger that normalizes the resource (lower()) would store the number of
- * one resource in a row of another, which then repeats it.  So a number
- * recorded because such a trigger follows ours is checked once its row is
- * stored: the companion's WHEN clause moves the record to a second list and
- * returns true, the companion fires at the end of the statement with the
- * row as stored, and ordering.sequence_stored_trigger() looks for the
- * record of that row's (stream, resource, number) there; if there is none,
- * the statement fails (producer.c).  Rows of tables without such a trigger
- * never get there, and their companion's clause stays false.
- *
- * Levels: a statement's rows get the level of its ExecutorRun (or COPY), and
- * so do the rows that its data-modifying WITH queries insert in its
- * ExecutorFinish; statements run from inside a trigger or function are one
- * level deeper, so the rows of an outer statement that are still being
- * decided are never taken for decided ones.  Aborted subtransactions take
- * their records with them: their numbers were given back by the rollback
- * itself.
- *
- * A row that an UPDATE moves between partitions keeps its number
- * (producer.c's guard): PostgreSQL fires BEFORE UPDATE on the tuple, then
- * BEFORE DELETE on the same tuple, then BEFORE INSERT of the new row, all at
- * the UPDATE's level.  What the guard saw of that is kept here, with the
- * level and subtransaction it was seen at, and only the BEFORE INSERT that
- * follows at that level may take it.  It is forgotten when its statement
- * ends, fails or is rolled back to a savepoint, so a move that did not
- * finish (a later trigger that raised or skipped the DELETE, a failed CHECK,
- * no partition for the new row) cannot let a later statement's row keep a
- * number it did not earn.
- *
- * Layer: executor hooks of the producer, below producer.c; it calls
- * attached.c and counters.c.
+ *	  the row is stored, given back if it is not; and the row an UPDATE
+ *	  moves between partitions (README.md, "Provisional numbers").
  *
  *-------------------------------------------------------------------------
  */
@@ -97,16 +20,16 @@
 /* The records, oldest first, in TopTransactionContext */
 static List *provisionals = NIL;
 
-/* Records of stored rows to check when their companion fires (file header) */
+/* Records of stored rows to check when their companion fires (README.md) */
 static List *awaiting_check = NIL;
 
-/* How deep in statements we are (file header) */
+/* How deep in statements we are (README.md) */
 static int	statement_level = 0;
 
-/* May the statement at this level skip a row it numbered (file header)? */
+/* May the statement at this level skip a row it numbered (README.md)? */
 static bool statement_may_skip = true;
 
-/* The row an UPDATE is moving between partitions, if any (file header) */
+/* The row an UPDATE is moving between partitions, if any (README.md) */
 static struct
 {
 	int			level;			/* -1: nothing seen */
@@ -123,7 +46,7 @@ static struct
 /*
  * Record a number handed to a row at the current level, from the counter
  * table "counters" (counters.c); with check_stored, the row is checked once
- * stored (file header).
+ * stored (README.md).
  */
 void
 provisional_record(Oid counters, text *stream, text *resource, int64 seq,
@@ -180,7 +103,7 @@ provisional_free(Provisional *p)
 
 /*
  * Keep a record that provisional_stored() returned until its row is checked
- * (file header); it is no longer the caller's to free.
+ * (README.md); it is no longer the caller's to free.
  */
 void
 provisional_await_check(Provisional *p)
@@ -222,7 +145,7 @@ provisional_check_stored(text *stream, text *resource, int64 seq,
 }
 
 /*
- * Forget the row seen moving at "level" or deeper (file header).
+ * Forget the row seen moving at "level" or deeper (README.md).
  */
 static void
 move_forget(int level)
@@ -258,7 +181,7 @@ bool
 provisional_move_delete(Oid relid, ItemPointer tid)
 {
 	bool		moving = move.level == statement_level && !move.armed &&
-		move.updating_rel == relid && ItemPointerEquals(&move.updating_tid, tid);
+	move.updating_rel == relid && ItemPointerEquals(&move.updating_tid, tid);
 
 	move_forget(0);
 	return moving;
@@ -328,7 +251,7 @@ give_back(int level)
 
 /*
  * Called by the sequencing trigger before it hands out a number: the rows
- * handed numbers earlier at this level are decided (file header).
+ * handed numbers earlier at this level are decided (README.md).
  */
 void
 provisional_settle_level(void)
@@ -340,7 +263,7 @@ provisional_settle_level(void)
 /*
  * A statement's rows begin (statement.c): they get a level of their own,
  * one deeper than the statement running them, and "may_skip" says whether
- * the statement may skip rows it numbered (file header).  Returns what the
+ * the statement may skip rows it numbered (README.md).  Returns what the
  * outer level said, for provisional_level_leave().
  */
 bool
@@ -387,7 +310,7 @@ provisional_level_leave(bool outer_may_skip)
 }
 
 /*
- * May the running statement skip rows it numbered (file header)?
+ * May the running statement skip rows it numbered (README.md)?
  */
 bool
 provisional_statement_may_skip(void)
@@ -398,7 +321,7 @@ provisional_statement_may_skip(void)
 /*
  * May the sequencing trigger's row be skipped after it is numbered?  A
  * later BEFORE INSERT trigger of its table ("later_trigger") or the
- * statement may skip it (file header).
+ * statement may skip it (README.md).
  */
 bool
 provisional_row_may_be_skipped(bool later_trigger)
@@ -407,7 +330,7 @@ provisional_row_may_be_skipped(bool later_trigger)
 }
 
 /*
- * Before commit or prepare: give back whatever is left (file header).  At
+ * Before commit or prepare: give back whatever is left (README.md).  At
  * the end of a transaction: forget everything.
  */
 static void

@@ -1,48 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * attachments.c
+ * registry.c
  *	  The writes of ordering.attachments, the registry of attached tables,
- *	  and who may make them.
- *
- * The registry decides what the sequencing trigger numbers (attached.c):
- * a row switched off stops every insert into its table, a row that names
- * another stream makes the table take that stream's numbers.  So no set of
- * grants writes it with SQL; ordering.attach() and ordering.detach() write
- * it through these two functions, which run as their caller and write
- * through the storage layer (owned.c), where no table privilege is checked.
- * What they write is only ever what the catalog already says, and they add
- * the one rule the catalog cannot express:
- *
- *	- attachment_register() records a table as attached to a stream only
- *	  while the table has the sequencing trigger with exactly those
- *	  arguments (and, on a table Citus distributes, the stream's counter
- *	  table as a fourth: citus.c), which creating it needed the TRIGGER
- *	  privilege on the table for (checked here too); and, when other
- *	  tables already feed that stream (attached now or detached, whose
- *	  re-attach continues it), only for a member of each of their owners'
- *	  roles: attaching to a stream takes numbers from it, so it belongs to
- *	  whoever owns its tables (SQLSTATE 42501 otherwise).  Streams that only
- *	  next_sequence() uses have no tables, and no owner.
- *	- attachment_unregister() records a table as detached only once its
- *	  sequencing trigger is gone, which dropping needed its ownership.
- *
- * Calling them directly therefore gives no more than attach() and
- * detach() do.
- *
- * ordering.wake_relays() writes the third thing of a registry row, its
- * wake_relays option (wakeup.c says what the option does); it refuses a
- * table whose stream Citus distributes (citus.c).
- *
- * Locking: the caller's table in ShareRowExclusiveLock, as CREATE and DROP
- * TRIGGER take it (attach() and detach() hold it already), so the trigger
- * looked at cannot change before commit and the table's registry row has
- * one writer at a time; ordering.attachments in ShareRowExclusiveLock, which
- * conflicts with itself, so two attaches to one stream are judged one after
- * the other, each seeing the other's row (read with SnapshotSelf).  The
- * sequencing trigger's own reads (AccessShareLock) are not blocked.
- *
- * Layer: SQL entry points (the registry writes of attach(), detach() and
- * wake_relays()); they call citus.c and the storage layer.
+ *	  and who may make them (README.md, "The registry").
  *
  *-------------------------------------------------------------------------
  */
@@ -114,7 +74,7 @@ open_table(Oid relid)
 
 /*
  * Refuse unless the caller may use the stream: a member of the owner's
- * role of every other table the registry has for it (file header).
+ * role of every other table the registry has for it (README.md).
  */
 static void
 check_stream_owner(OwnedRel *attachments, Oid relid, text *stream)
@@ -152,7 +112,7 @@ invalidate_tables(Oid relid)
  * ordering_internal.attachment_register(tbl regclass, stream text,
  * resource_column name, sequence_column name) returns void
  *
- * Records "tbl" as attached to "stream" with these columns (file header
+ * Records "tbl" as attached to "stream" with these columns (README.md
  * for who may); a table attached before keeps its relay wake-up option.
  */
 Datum
@@ -296,7 +256,7 @@ ordering_attachment_unregister(PG_FUNCTION_ARGS)
  * ordering.wake_relays(tbl regclass, enabled boolean DEFAULT true)
  * returns void
  *
- * Turns the wake-up of an attached table on or off (file header).  Needs
+ * Turns the wake-up of an attached table on or off (README.md).  Needs
  * the TRIGGER privilege on the table, as attaching it does.
  */
 Datum

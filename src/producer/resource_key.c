@@ -1,40 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * resource_key.c
- *	  The text a resource of any type is keyed by: the same in every
- *	  session, whatever its settings.
- *
- * Counters are keyed by (stream, resource text).  For text and varchar the
- * text is the value.  For any other type it is the type's output, and the
- * output of many types depends on session settings: a date is 2026-11-30
- * under DateStyle ISO and 30/11/2026 under SQL, DMY; a timestamptz depends on
- * TimeZone, a float on extra_float_digits, a bytea on bytea_output, an
- * interval on IntervalStyle.  Two sessions would then count one resource
- * twice.  So every type whose output might depend on a setting is printed
- * under fixed settings: DateStyle ISO, YMD; IntervalStyle postgres; TimeZone
- * UTC; extra_float_digits 1 (the shortest exact form); bytea_output hex.
- * Those are the defaults of a fresh installation (TimeZone aside), so a
- * database that always used the defaults keeps its keys.  Types known to
- * print the same everywhere (integers, numeric, uuid, boolean, the text
- * types, enums) skip the settings, which cost a few microseconds.
- *
- * Types whose output depends on a setting we do not fix are refused with
- * SQLSTATE 0A000, at attach() and at every insert: money (lc_monetary) and
- * the reg* types that print a name qualified or not depending on
- * search_path (regclass, regtype, regproc, ...), alone or inside an array,
- * range or composite type.  (Fixing lc_monetary would not help: a money
- * value is a count of the locale's smallest unit, so 1.00 in one locale is
- * another amount in another.)
- *
- * Equal values key alike where the type allows it (1.2): a numeric is keyed
- * without the trailing zeros of its fraction (1.50 and 1.5 are one
- * resource, "1.5"), a float zero is "0" whatever its sign.  For the other
- * types the key is the value's text: values that compare equal but print
- * differently (citext or a nondeterministic collation ignoring case,
- * intervals such as '1 day' and '24 hours', numerics inside an array or a
- * composite) are different resources.
- *
- * Layer: the ground: it calls nothing of the extension.
+ *	  The text a resource of any type is keyed by, the same in every session
+ *	  whatever its settings (README.md, "Resource keys").
  *
  *-------------------------------------------------------------------------
  */
@@ -96,7 +64,7 @@ output_is_fixed(Oid typid)
 
 /*
  * The setting the output of a (base) type depends on, if it is one we do
- * not fix (file header); NULL for the other types.
+ * not fix (README.md); NULL for the other types.
  */
 static const char *
 unfixed_setting(Oid typid)
@@ -158,7 +126,7 @@ type_unfixed_setting(Oid typid, int depth)
 
 /*
  * Refuse a resource type whose text depends on a setting we do not fix
- * (file header).  The last type that passed is remembered, so that the
+ * (README.md).  The last type that passed is remembered, so that the
  * rows of one table (which all have one type) look it up once.
  */
 static void
@@ -227,7 +195,7 @@ ordering_resource_key_is_value(Oid typid)
 }
 
 /*
- * The key of a resource value of type typid (see the file header).
+ * The key of a resource value of type typid (see README.md).
  */
 text *
 ordering_resource_key_of(Datum value, Oid typid)
@@ -282,7 +250,7 @@ ordering_resource_key(PG_FUNCTION_ARGS)
  * ordering_internal.check_resource_type(tbl regclass, resource_column name)
  * returns void: refuses, as the sequencing trigger would at every insert,
  * a resource column whose type's text depends on a setting we do not fix
- * (file header); for attach().
+ * (README.md); for attach().
  */
 Datum
 ordering_check_resource_type(PG_FUNCTION_ARGS)
@@ -294,7 +262,7 @@ ordering_check_resource_type(PG_FUNCTION_ARGS)
 
 /*
  * Refuse a resource column that does not exist or whose type's text depends
- * on a setting we do not fix (file header).
+ * on a setting we do not fix (README.md).
  */
 void
 ordering_resource_column_check(Oid relid, const char *column)

@@ -1,40 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * restore.c
- *	  Loading counter rows: ordering_internal.sequences_load(), the trigger
- *	  through which every row inserted into ordering.sequences by a statement
- *	  goes.
- *
- * pg_dump dumps ordering.sequences, and pg_restore loads it with COPY, in a
- * database where producing may already have created counters (a data-only
- * restore into a database that produced; ordering.outbox loaded by another
- * connection of pg_restore -j at the same moment).  A loaded counter row
- * must then merge with the existing one, keeping the higher value, whatever
- * the order and parallelism of the loads.  So this BEFORE INSERT trigger
- * raises the counter through counters.c, which creates or advances the row
- * with the storage layer's protocol (race-free against any producer), and
- * returns NULL: the statement itself inserts nothing.
- *
- * ordering_internal.seed_counters() raises the counters of a table's stream
- * to the highest number each resource has in the table, the same way:
- * ordering.post_restore() calls it for every attached table, and
- * ordering.attach() for the table it attaches, which may hold numbers
- * already (attached before, its counters dropped with the extension or not
- * restored).  It reads the table as the caller, who needs what attach()
- * needs (the TRIGGER privilege on it), and writes the counters through
- * counters.c, so a producer needs no write privilege on ordering.sequences.
- * Since PUBLIC may call it, it checks everything attach() checks before a
- * counter moves: the table is registered as attached to the stream its
- * sequencing trigger names, on the trigger's columns (a trigger made by
- * hand is not); the caller is a member of the owner's role of every other
- * table of that stream (42501, attach()'s rule: raising a stream's counters
- * takes numbers from it); the sequence column is a bigint (42804) and the
- * resource column a type keyed the same under every setting.  A stream
- * distributed by Citus has its counters on the nodes of its shards, where
- * citus.c raises them, through Citus.  A counter is never lowered.
- *
- * Layer: SQL entry points of a restore; they call attached.c, counters.c,
- * triggers.c and the storage layer.
+ *	  Restored counters: the trigger that loads counter rows, and the seeding
+ *	  of a table's stream from its rows (README.md, "Restore").
  *
  *-------------------------------------------------------------------------
  */
@@ -70,7 +38,8 @@ static const TriggerProtocol sequences_load_protocol = {
 
 /*
  * ordering_internal.sequences_load(): BEFORE INSERT FOR EACH ROW on
- * ordering.sequences (file header).
+ * ordering.sequences: raises the counter of the row a statement inserts,
+ * and inserts nothing itself (README.md).
  */
 Datum
 ordering_sequences_load(PG_FUNCTION_ARGS)
@@ -124,7 +93,7 @@ seed_query(Relation rel, const char *resource_column,
 
 /*
  * Refuse to raise the counters of "stream" from "rel" unless attach() would
- * (file header).
+ * (README.md).
  */
 static void
 check_may_seed(Relation rel, const char *stream, const char *resource_column,
@@ -168,8 +137,8 @@ check_may_seed(Relation rel, const char *stream, const char *resource_column,
 
 /*
  * ordering_internal.seed_counters(tbl regclass) returns bigint: raises the
- * counter of every resource of the table to its highest number there (file
- * header); returns how many resources the table has (NULL for a stream
+ * counter of every resource of the table to its highest number there (README.md);
+ * returns how many resources the table has (NULL for a stream
  * distributed by Citus, whose resources are counted on its nodes).
  */
 Datum

@@ -1,52 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * producer.c
- *	  Producer side: the sequencing trigger and its companions, and
- *	  next_sequence().
- *
- * ordering.attach() puts three triggers on a table (see attached.c):
- *
- *	- ordering.sequence_trigger(), BEFORE INSERT FOR EACH ROW: a row whose
- *	  sequence column is NULL gets the next number of its (stream,
- *	  resource); a row that supplies one asserts it (it must be the next,
- *	  else SQLSTATE 40001), whatever the command: INSERT, INSERT ... SELECT,
- *	  COPY, a function called from COPY TO.  When ON CONFLICT or a later
- *	  BEFORE trigger may still skip the row, the number stays provisional
- *	  until the row is stored (provisional.c).
- *	- a companion AFTER INSERT trigger whose WHEN clause,
- *	  ordering.sequence_stored(), reports each stored row whose number was
- *	  provisional.  A stored row is counted, and queues the relay wake-up
- *	  of a table that asked for one (wakeup.c).  Where a later BEFORE
- *	  trigger may have changed the row, the clause is true and the
- *	  companion fires with the row as stored: if its resource or number is
- *	  not what our trigger handed out, the statement fails with SQLSTATE
- *	  27000 (provisional.c), so a number never goes to another resource.
- *	- ordering.sequence_guard(), BEFORE UPDATE OR DELETE FOR EACH ROW: a
- *	  sequenced row keeps its number and its resource; and a row that an
- *	  UPDATE moves to another partition (PostgreSQL deletes it from the old
- *	  partition, firing BEFORE UPDATE then BEFORE DELETE there, and inserts
- *	  it into the new one) keeps its number: the same event, not a new one.
- *	  The guard recognizes the UPDATE-then-DELETE of one tuple and lets the
- *	  insert that follows in the same statement through without a new
- *	  number; provisional.c keeps what it saw for that statement only.
- *
- * On a table that Citus distributes, attach() adds a fourth argument to
- * the sequencing trigger, the stream's counter table, and the trigger
- * counts in its shard next to the row's shard instead of in
- * ordering.sequences (citus.c); everything else here is the same.
- *
- * The resource is keyed by resource_key.c's text, which no session setting
- * changes.  During a restore (ordering.restoring, set by
- * ordering.pre_restore()) supplied numbers are restored history: the rows
- * keep them and the counters are left to ordering.post_restore(); a row
- * that asks for a new number is refused.  The registry of attached tables
- * is not consulted then (pg_restore -j may load it after the tables):
- * ordering.post_restore() checks it against the triggers instead.
- *
- * Layer: the top of the producer side (the sequencing trigger and the
- * producer's SQL functions); it calls attached.c, citus.c, counters.c,
- * provisional.c, resource_key.c, triggers.c, wakeup.c, the storage layer,
- * settings and the statistics.
+ * sequencing.c
+ *	  The sequencing trigger, its companion and its guard, and
+ *	  next_sequence() and last_sequence() (README.md, "The sequencing
+ *	  trigger").
  *
  *-------------------------------------------------------------------------
  */
@@ -338,7 +295,9 @@ number_row(const SequencedRow *row, const AttachedTable *table, bool asserted)
 }
 
 /*
- * ordering.sequence_trigger(): BEFORE INSERT FOR EACH ROW (file header).
+ * ordering.sequence_trigger(): BEFORE INSERT FOR EACH ROW: gives the row
+ * the next number of its (stream, resource), or checks the one it carries
+ * (README.md).
  */
 Datum
 ordering_sequence_trigger(PG_FUNCTION_ARGS)
@@ -400,7 +359,7 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	provisional_settle_level();
 	if (!asks)
 	{
-		/* the row an UPDATE moves keeps its number (file header) */
+		/* the row an UPDATE moves keeps its number (README.md) */
 		if (provisional_move_take(row.stream, row.resource, row.seq))
 			return PointerGetDatum(tuple);
 		(void) number_row(&row, &table, true);
@@ -417,8 +376,8 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
  * companion AFTER INSERT trigger.  Evaluated right after a row is stored:
  * its number is no longer provisional, and counts as assigned.  False, so
  * that no trigger event is queued, except for a row that a later BEFORE
- * trigger may have changed: the companion then fires to check it (file
- * header).
+ * trigger may have changed: the companion then fires to check it
+ * (README.md).
  */
 Datum
 ordering_sequence_stored(PG_FUNCTION_ARGS)
@@ -462,7 +421,7 @@ check_companion_protocol(FunctionCallInfo fcinfo)
  * ordering.sequence_stored_trigger(): the function of the companion
  * trigger, fired only for a stored row that a later BEFORE trigger may have
  * changed (its WHEN clause says which): the row must carry the resource and
- * number our trigger handed out (file header).
+ * number our trigger handed out (README.md).
  */
 Datum
 ordering_sequence_stored_trigger(PG_FUNCTION_ARGS)
@@ -515,7 +474,7 @@ same_column(HeapTuple a, HeapTuple b, TupleDesc desc, AttrNumber attno)
 
 /*
  * Arm the guard for the row being deleted right after its BEFORE UPDATE: it
- * is moving to another partition (file header).
+ * is moving to another partition (README.md).
  */
 static void
 arm_moving(FmgrInfo *flinfo, TriggerData *trigdata)
@@ -529,8 +488,9 @@ arm_moving(FmgrInfo *flinfo, TriggerData *trigdata)
 }
 
 /*
- * ordering.sequence_guard(): BEFORE UPDATE OR DELETE FOR EACH ROW (file
- * header).
+ * ordering.sequence_guard(): BEFORE UPDATE OR DELETE FOR EACH ROW: keeps a
+ * sequenced row's resource and number, and lets a row that an UPDATE moves
+ * to another partition keep its number (README.md).
  */
 Datum
 ordering_sequence_guard(PG_FUNCTION_ARGS)
@@ -572,7 +532,9 @@ ordering_sequence_guard(PG_FUNCTION_ARGS)
 }
 
 /*
- * ordering.next_sequence(stream text, resource_id text) returns bigint
+ * ordering.next_sequence(stream text, resource_id text) returns bigint: the
+ * next number of (stream, resource), for a producer that numbers its events
+ * itself, in its transaction (counters.c).
  */
 Datum
 ordering_next_sequence(PG_FUNCTION_ARGS)

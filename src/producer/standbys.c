@@ -1,68 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * standbys.c
- *	  Failover-safe publishing: ordering.wait_for_standbys(), which waits
- *	  until the streaming standbys have flushed everything the caller has
- *	  seen, so that a relay publishes nothing a failover could lose.
- *
- * With asynchronous replication a committed transaction may not have
- * reached any standby yet.  If the primary fails then, a promoted standby
- * never had that transaction, gives its sequence numbers to other events,
- * and consumers that already applied the lost events (because a relay
- * published them) drop the new ones as duplicates.  A relay that calls this
- * after reading the rows it is about to publish, and before publishing
- * them, only ever publishes what every connected standby has on disk.
- *
- * Which WAL position.  A transaction becomes visible to others (in a
- * snapshot, or as a committed update a row lock follows) only after its
- * commit record has been inserted into the WAL.  So every commit whose
- * effects the caller has seen so far ends at or before the WAL insert
- * position read now, and that position is the target.  It is flushed
- * locally first: a WAL sender streams only flushed WAL, and an idle server
- * may leave a partly filled page unflushed indefinitely when nothing
- * commits (the caller's own row locks, say), so without the flush the wait
- * could outlast any timeout.  At the start of a page the insert position
- * points past the page header, where no record has been written; the
- * target is then the page boundary, which is what a standby reports once
- * it has the page before.
- *
- * Which standbys.  A standby counts while a WAL sender of this server
- * streams to it (state catchup or streaming), it is physical (the sender is
- * not connected to a database, as a logical one is) and it replays WAL (it
- * has reported a replay position).  Synchronous or not makes no difference
- * (synchronous_standby_names is not read).  Every standby that counts must
- * have reported a flush position at or past the target, and at least
- * ordering.min_standbys of them (default 1) must count.  So pg_receivewal
- * and pg_basebackup, which report no replay position, and logical
- * replication never count; a standby that has not reported its positions
- * yet (it connected a moment ago) is not counted until it has; and a
- * standby that is not connected does not count at all: its WAL sender exits
- * when the connection closes (at once when the standby stops cleanly, after
- * wal_sender_timeout when it vanished), and from then on a primary with two
- * standbys, one stopped, waits for the other one only, unless
- * ordering.min_standbys = 2 says that both must have the WAL.  The primary
- * cannot know standbys that are not connected, so a number is the only
- * thing it can require of them.  Standbys that replicate from another
- * standby (cascading) are not seen.
- *
- * Why a setting and not an argument: how many standbys a failover may
- * promote from is a property of the cluster, the same for every relay and
- * for every call, and a relay of its own outbox table calls
- * wait_for_standbys() where claim_unpublished() calls it for the ready
- * outbox: one setting (ALTER ROLE relay SET, or for the whole server)
- * covers both without changing a call.  It can be set by any role, as a
- * relay may only make its own publishing safer or less safe.
- *
- * Waiting.  The positions are polled every millisecond (WAL senders wake
- * only synchronous-replication waiters), until the timeout; then an error
- * (SQLSTATE 55000) tells the caller to publish nothing.  Interrupts
- * (statement_timeout, cancel) are served while waiting.
- *
- * Locking: each WalSnd is read under its spinlock, as
- * pg_stat_get_wal_senders() does; BackendPidGetProc() takes ProcArrayLock
- * shared for the lookup.  Nothing is held across a sleep.
- *
- * Layer: the ground: it calls nothing of the extension.
+ *	  Failover-safe publishing: ordering.wait_for_standbys() and its setting
+ *	  (README.md, "Failover-safe publishing").
  *
  *-------------------------------------------------------------------------
  */
@@ -103,7 +43,7 @@ typedef struct StandbyProgress
 /*
  * The WAL position every commit seen so far ends at or before: the insert
  * position, moved back to the page boundary when it points just past a page
- * header (see the file header).
+ * header (see README.md).
  */
 static XLogRecPtr
 seen_wal_end(void)
@@ -130,7 +70,7 @@ sender_is_physical(pid_t pid)
 }
 
 /*
- * Count the standbys that count (see the file header) and the lowest flush
+ * Count the standbys that count (see README.md) and the lowest flush
  * position they have reported.
  */
 static StandbyProgress
@@ -207,7 +147,7 @@ timeout_ms(Interval *timeout)
  * Waits until every connected standby, and at least ordering.min_standbys
  * of them, has flushed the WAL of everything the caller has seen so far,
  * and returns that WAL position; raises SQLSTATE 55000 when that has not
- * happened within the timeout (see the file header).
+ * happened within the timeout (see README.md).
  */
 Datum
 ordering_wait_for_standbys(PG_FUNCTION_ARGS)

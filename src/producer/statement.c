@@ -3,8 +3,8 @@
  * statement.c
  *	  The executor and utility hooks that tell the producer where a
  *	  statement's rows begin and end: they get a level of their own
- *	  (provisional.c), and the counters the statement holds are written
- *	  when it ends (counters.c).  See README.md, "A statement".
+ *	  (provisional.c), and the counters the statement holds are written when
+ *	  it ends (counters.c).  README.md, "A statement".
  *
  *-------------------------------------------------------------------------
  */
@@ -207,9 +207,9 @@ process_utility(void *arg)
  */
 static void
 statement_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-						   bool readOnlyTree, ProcessUtilityContext context,
-						   ParamListInfo params, QueryEnvironment *queryEnv,
-						   DestReceiver *dest, QueryCompletion *qc)
+						 bool readOnlyTree, ProcessUtilityContext context,
+						 ParamListInfo params, QueryEnvironment *queryEnv,
+						 DestReceiver *dest, QueryCompletion *qc)
 {
 	ProcessUtilityArgs a = {pstmt, queryString, readOnlyTree, context, params,
 	queryEnv, dest, qc};

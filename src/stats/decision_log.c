@@ -1,15 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * decision_log.c
- *	  Writes consumer decisions to the server log as JSON (decision_log.h).
- *
- * The line goes to the server log only (ereport LOG, which clients see only
- * when they lower client_min_messages), without the statement or context,
- * so each decision is one line after the log_line_prefix.
- *
- * Locking: none; backend-local.
- *
- * Layer: the ground: it calls nothing of the extension.
+ *	  Consumer decisions written to the server log as JSON (decision_log.h
+ *	  gives the format; README.md, "The decision log").
  *
  *-------------------------------------------------------------------------
  */

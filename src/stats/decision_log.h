@@ -43,7 +43,7 @@ typedef enum OrderingDecision
 	ORDERING_DECISION_SKIPPED
 } OrderingDecision;
 
-#include "settings.h"				/* ordering.log_decisions */
+#include "settings.h"			/* ordering.log_decisions */
 
 extern void ordering_log_decision_write(const char *consumer,
 										const text *resource, int64 expected,

@@ -1,11 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * sketch.c
- *	  Space-Saving heavy-hitters sketch (see sketch.h for the error bound).
- *
- * Locking: none here; the caller protects the sketch (see sketch.h).
- *
- * Layer: the ground: it calls nothing of the extension.
+ *	  A fixed-size heavy-hitters sketch of resource ids (sketch.h says what
+ *	  it guarantees).  The caller protects the sketch's memory.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,51 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * stats.c
- *	  Statistics of consumers and streams: the hooks of stats.h, which
- *	  count in backend memory, and the publishing of those pending counts
- *	  into shared memory at commit.
- *
- * The producer and consumer code report what happens through the hooks of
- * stats.h.  A hook only adds to a pending count in backend-local memory (a
- * small hash by consumer or stream name, with the last entry used cached in
- * front of it): no shared lock is taken per event.  The pending counts of a
- * transaction are published into shared memory by the XACT_EVENT_COMMIT
- * callback, i.e. after the commit record is written, so that only committed
- * work is counted (PRE_COMMIT would be too early: the commit may still fail
- * after it, e.g. on a serialization failure).  They are discarded on abort
- * and on PREPARE TRANSACTION (the prepared transaction is committed by
- * another session, which cannot see our pending counts; undercounting is the
- * safe side).
- *
- * Savepoints: pending counts are kept as a stack of frames per name, one
- * frame per subtransaction nesting level that counted something.  A
- * subtransaction commit folds its frame into its parent's; an abort drops
- * it, so a rolled-back savepoint is not counted either.
- *
- * Hot resources: the pending side is a log of (name, resource, nesting
- * level, n) in backend memory with one entry per distinct (name, resource,
- * level): an event adds to the entry it finds through a small
- * open-addressing index (or, first, to the last entry), so memory grows
- * with the distinct resources of a transaction, not with its events.  The
- * log is kept in nesting-level order: a rolled-back savepoint truncates its
- * tail, a released one relabels it (merging into the parent level's
- * entries).  At commit each entry goes into the sketch its stream or
- * consumer has in the shared pool (stats_shmem.c).
- *
- * Sequence conflicts are the exception to "at commit": counted into the
- * stream's shared entry at once (stats_shmem.c), since the transaction that
- * refuses the number rolls back.
- *
- * Reconciliation (1.1): ordering.reconcile() reports what it found and did
- * through ordering_internal.count_reconciled(), counted per stream at
- * commit like the sequence numbers assigned (a stream's pending counters
- * keep them in the slots STREAM_*).
- *
- * The shared memory, its hash tables and its locking protocol are
- * stats_shmem.c's; the SQL functions that read them, stats_views.c's.
- *
- * Layer: the ground of the producer and consumer sides (they report
- * through stats.h); it calls stats_shmem.c and sketch.h only.
+ *	  The statistics hooks of the producer and consumer code: counts pending
+ *	  in backend memory, published into shared memory at commit (README.md,
+ *	  "Pending counts"; stats.h says when each event is counted).
  *
  *-------------------------------------------------------------------------
  */
@@ -755,7 +713,7 @@ pending_publish(void)
 /*
  * Hook: a supplied sequence number of a stream was refused (40001).  Counted
  * into shared memory at once, as the transaction is about to roll back
- * (file header).  Never raises: a full table drops the count, like commits.
+ * (README.md).  Never raises: a full table drops the count, like commits.
  */
 void
 ordering_stats_sequence_conflict(const char *stream)
@@ -866,7 +824,7 @@ stats_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	/* still the level of the subtransaction that ends */
 	level = GetCurrentTransactionNestLevel();
 
-	/* its hot-log entries are the tail of the log (file header) */
+	/* its hot-log entries are the tail of the log (README.md) */
 	if (hot_n > 0 && hot_log[hot_n - 1].level >= level)
 		pending_hot_subxact_end(level, event == SUBXACT_EVENT_COMMIT_SUB);
 	for (i = 0; i < pending_ndirty; i++)

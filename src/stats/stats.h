@@ -16,7 +16,7 @@
 #include "stats_events.h"
 
 /*
- * What the consumer functions count (consumer.c, newer_only.c), per consumer:
+ * What the consumer functions count (decisions.c, newer_only.c), per consumer:
  *
  * apply_if_newer(c, r, seq), position p before the call:
  *	CONSUMED 1, and APPLIED 1 if seq > p, DUPLICATE 1 if seq = p, STALE 1 if

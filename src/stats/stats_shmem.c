@@ -1,42 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * stats_shmem.c
- *	  The shared memory of the statistics: the entries of consumers and
- *	  streams and the pool of hot-resource sketches.
- *
- * Shared memory (reserved only with shared_preload_libraries, through
- * shmem_request_hook and shmem_startup_hook, as in pg_stat_statements): two
- * fixed-size hash tables, one for consumers (ordering.max_consumers entries)
- * and one for streams (ordering.max_streams entries), keyed by (database,
- * name).  When a table is full, counts for new names are dropped and a
- * WARNING is logged once per backend.
- *
- * Hot resources: a pool of ordering.hot_resources_sketches heavy-hitters
- * sketches (sketch.c) of ordering.hot_resources_size counters each.  A
- * stream or consumer entry gets one from the pool the first time it commits
- * a hot-resource count, and keeps it until ordering.stats_reset(); when the
- * pool is used up, later names get none (a WARNING once per backend).
- *
- * Locking protocol:
- *	- StatsShared->lock (an LWLock of tranche "ordering_stats") protects the
- *	  structure of both hash tables and stats_reset: looking up an entry or
- *	  reading stats_reset needs it in shared mode, inserting or removing
- *	  entries and changing stats_reset needs it exclusive.
- *	- The counters of an entry are changed and read under the entry's
- *	  spinlock, with the LWLock held in either mode.
- *	- The LWLock also protects the pool of sketches: taking a sketch for an
- *	  entry (entry->sketch, StatsShared->sketches_used) needs it exclusive.
- *	  A sketch's contents are changed and read under its own spinlock
- *	  (hot_locks[i]), with the LWLock held in either mode.
- *	- A backend takes the LWLock once per committing transaction that counted
- *	  something (never per event), in shared mode unless a new entry or
- *	  sketch is needed, in which case it takes it exclusive from the start
- *	  (it never upgrades in the middle of a publish, so the entries it found
- *	  stay valid).  A sequence conflict takes it once more, at the conflict.
- *	  It is never taken while holding another lock of ours.
- *
- * Layer: the ground, below stats.c (which publishes pending counts here)
- * and stats_views.c (which reads them); it calls sketch.c only.
+ *	  The shared memory of the statistics: the counters of consumers and
+ *	  streams and the pool of hot-resource sketches, and its locking
+ *	  protocol (README.md, "Shared memory").
  *
  *-------------------------------------------------------------------------
  */

@@ -2,8 +2,8 @@
  *
  * stats_shmem.h
  *	  The shared memory of the statistics (stats_shmem.c), for the files
- *	  that publish into it (stats.c) and read it (stats_views.c); see
- *	  stats_shmem.c for the locking protocol.
+ *	  that publish into it (stats.c) and read it (stats_views.c); README.md
+ *	  gives the locking protocol.
  *
  *-------------------------------------------------------------------------
  */

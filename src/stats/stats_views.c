@@ -1,15 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * stats_views.c
- *	  The SQL functions that read the shared statistics, behind the views
- *	  and metrics() (consumer and stream counters, hot resources, the time
- *	  of the last reset), and ordering.stats_reset().
- *
- * Each takes the statistics LWLock as the locking protocol of
- * stats_shmem.c says: shared to read, with each entry's counters copied
- * under its spinlock; exclusive to reset.
- *
- * Layer: SQL entry points above stats_shmem.c; they call it and sketch.c.
+ *	  The SQL functions that read the statistics and reset them (README.md,
+ *	  "Views").
  *
  *-------------------------------------------------------------------------
  */

@@ -1,23 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * dead_letter_store.c
- *	  The rows of ordering.dead_letter_events: the dead letter of a
- *	  (consumer, resource), read, put and removed.
- *
- * A key has at most one dead letter.  When a new block forms below an
- * existing one (dead_letter() may name a seq above position + 1, and an
- * event between may then fail too), the higher dead event is parked again,
- * to be retried in order when the run reaches it (dead_letters.c says
- * what a block is).
- *
- * Locking: like every change of a key, the callers write the key's position
- * row first (consumer.c), and only then its dead letter and parked rows,
- * which are therefore read with SnapshotSelf: nobody else can change them.
- *
- * Layer: storage of the consumer side, below consumer.c (which puts and
- * removes dead letters as it decides) and dead_letters.c (which reads
- * them); it calls only the storage layer (owned.c, owned_rows.c) and
- * parked.c.
+ *	  The rows of the dead letters: the dead letter of a (consumer,
+ *	  resource), read, put and removed (README.md, "Dead letters").
  *
  *-------------------------------------------------------------------------
  */
@@ -70,7 +55,7 @@ text_or_null(const char *s, Datum *value, bool *isnull)
  * Make an event the dead letter of its key, with its error (sqlstate NULL
  * for a reason given by dead_letter()).  The caller has blocked the key at
  * its seq.  The same event dead again counts an attempt; a dead letter of a
- * higher seq is parked again (file header).
+ * higher seq is parked again (README.md).
  */
 void
 dead_letter_put(Oid dead_letters, OwnedRel *parked, const Datum *key,

@@ -1,85 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * owned.c
- *	  The storage layer, part one: the extension's own tables, the policy
- *	  for a table someone altered, and what every write must do.
- *
- * The producer and consumer read and write ordering.sequences,
- * ordering.positions, ordering.parked, ordering.gap_requests and
- * ordering.dead_letter_events once or more per event, so they do it below
- * the executor, the way catalog code does (CatalogTupleInsert,
- * execReplication.c): heap and index access methods, no planner, no SPI.
- * This file and owned_rows.c are the only code that does so.  Here is why
- * each guarantee PostgreSQL gives a table still holds.
- *
- * Invalidations.  Only a table's OID is remembered between calls (forgotten
- * by a relcache callback).  Every call opens the table with its lock, which
- * processes pending invalidations, and only then reads anything else from
- * the relcache: the primary key's OID, the index list.  An index is opened
- * with the same lock, and its OID is checked again after that lock (which
- * processes invalidations too), so a REINDEX CONCURRENTLY that swapped the
- * key in between is noticed and the new key used.  Nothing decided from an
- * index survives the call.
- *
- * Indexes.  Every ready index of the table gets the entries of a row we
- * insert, or of a version that is not heap-only, as CatalogIndexInsert()
- * does: the primary key, an index an administrator added, one that CREATE
- * INDEX CONCURRENTLY or REINDEX CONCURRENTLY is building (once it is ready
- * for inserts; before, its build will see the row).  Unique indexes check
- * uniqueness unless the version keeps the indexed values of the version it
- * replaces.
- *
- * Altered tables: one policy, refusal.  A table is used only while it is as
- * the install script made it, or differs only in ways this layer honours
- * (extra indexes on plain columns, which it maintains).  Anything whose
- * meaning lives in the executor is refused at first use with SQLSTATE 55000
- * (object not in prerequisite state) naming it: a trigger other than the
- * extension's own, a rule, row-level security, a CHECK constraint the
- * install did not make, an exclusion constraint, an index on an expression
- * or with a predicate, a deferrable unique index, a changed column, type or
- * collation (the scans compare keys byte-wise, in the "C" collation), an
- * unlogged table (a crash would empty it: counters would restart, delivered
- * events apply again).  A table that Citus distributes carries Citus's
- * truncate trigger and is refused like any other trigger, with SQLSTATE
- * 0A000.  The extension's own triggers (ordering.sequences_load, the four on
- * ordering.parked, in schema ordering or ordering_internal) are there for
- * SQL writes; this layer does itself what they would do.  Each refusal's
- * hint says how to undo the change.  Columns added and dropped again (which
- * 1.1 allowed; 1.2 refuses such changes when they are made: protect.c) are
- * harmless: rows are read and written with the table's own columns only.
- * There is no second code path: a call either keeps every rule of the
- * table or fails.  The
- * check runs once per relcache entry: any change that could break it (a new
- * trigger, index, constraint or policy, ALTER TABLE) invalidates the entry.
- *
- * Tables found by OID.  Besides its own tables, found by name as
- * singletons, the layer opens tables of the same shapes that other code
- * found (owned_open_relid(): the counter table of a stream distributed by
- * Citus, one per shard, found by sequencing trigger of the shard; see
- * citus.c).  Such a table passes the same checks with three differences,
- * all of which follow from Citus making it: its text key columns may have
- * any deterministic collation (a distributed table's distribution column
- * must have the collation of the table it is co-located with), and the
- * scans then compare in the collation of its primary key, which is the
- * column's (byte-wise equality is the same for every deterministic
- * collation); a CHECK constraint of the shape is recognized by the end of
- * its name, with the shard ID Citus appends to it ("<table>_last_seq_check"
- * or "<table>_last_seq_check_102008"); and it may carry no trigger at all
- * (Citus's truncate trigger is on the distributed table, never on a shard:
- * a distributed table itself is refused as above).  The verdict is kept per
- * OID and forgotten with the relation's relcache entry, like that of the
- * tables found by name.
- *
- * Writes.  Every function that may write calls owned_prevent_write() before
- * anything else: in a read-only transaction, and so on a hot standby, it
- * fails with SQLSTATE 25006 whatever the call would have done.
- *
- * Versions.  A library newer than the SQL objects of the database (a new
- * package installed, ALTER EXTENSION ... UPDATE not run yet) finds tables
- * of another shape: it refuses them with a hint to update the extension.
- *
- * Layer: the storage layer, part one, below every file that touches the
- * extension's tables (owned_rows.c included); it calls only compat.h.
+ *	  The storage layer's tables: each opened with its lock and checked
+ *	  against its definition, the policy for a table someone altered, and
+ *	  what every write must do (README.md, "The tables").
  *
  *-------------------------------------------------------------------------
  */
@@ -206,7 +130,7 @@ typedef struct OwnedTableState
 	Oid			relid;			/* InvalidOid until looked up */
 	bool		checked;		/* the current relcache entry passed */
 	TupleDesc	own_columns;	/* with dropped columns after the table's own:
-								 * its descriptor without them (file header),
+								 * its descriptor without them (README.md),
 								 * else NULL */
 	Oid			own_columns_of; /* the relation it was made of */
 } OwnedTableState;
@@ -214,7 +138,7 @@ typedef struct OwnedTableState
 static OwnedTableState owned_state[OWNED_NUM_TABLES];
 static bool owned_callback_registered = false;
 
-/* Per table opened by OID (file header): the shape its relcache entry passed */
+/* Per table opened by OID (README.md): the shape its relcache entry passed */
 typedef struct OwnedRelidState
 {
 	Oid			relid;			/* hash key */
@@ -349,7 +273,7 @@ owned_check_version(void)
 
 /*
  * The hint of a refusal: a table of the extension is reinstalled, one found
- * by OID (file header) was changed by someone, who can undo it.
+ * by OID (README.md) was changed by someone, who can undo it.
  */
 static const char *
 refusal_hint(bool by_relid)
@@ -359,7 +283,7 @@ refusal_hint(bool by_relid)
 
 /*
  * The collation a text key column must have: "C" in the extension's tables,
- * any deterministic one in a table found by OID (file header).
+ * any deterministic one in a table found by OID (README.md).
  */
 static bool
 key_collation_ok(Oid collation, bool by_relid)
@@ -373,7 +297,7 @@ key_collation_ok(Oid collation, bool by_relid)
 /*
  * The columns: names, types, not-null, and the collation of the text key
  * ones, in order, with nothing dropped or added but dropped columns after
- * the table's own (file header).  A logged plain table.
+ * the table's own (README.md).  A logged plain table.
  */
 static void
 check_columns(Relation rel, const OwnedTableDef *def, bool by_relid)
@@ -428,7 +352,7 @@ check_columns(Relation rel, const OwnedTableDef *def, bool by_relid)
 /*
  * Is this CHECK constraint one the definition knows?  In a table found by
  * OID it is named after that table, not after the extension's, and Citus
- * appends a shard ID to it on a shard (file header): its name ends with
+ * appends a shard ID to it on a shard (README.md): its name ends with
  * the known one's part after the extension's table name, "_<shard ID>"
  * aside.
  */
@@ -555,8 +479,8 @@ check_index(Relation rel, const OwnedTableDef *def, Oid indexid, bool primary,
 }
 
 /*
- * Check an open table against its definition; refuses it (see the file
- * header) or returns.
+ * Check an open table against its definition; refuses it (see
+ * README.md) or returns.
  */
 static void
 check_table(Relation rel, const OwnedTableDef *def, bool by_relid)
@@ -621,8 +545,8 @@ columns_prefix(TupleDesc desc, int natts)
 
 /*
  * The descriptor rows of a checked table are read and written with, if it
- * has dropped columns after its own: a copy of its own without them (file
- * header); else NULL (its own).  "cached" is the copy made for relation
+ * has dropped columns after its own: a copy of its own without them (README.md);
+ * else NULL (its own).  "cached" is the copy made for relation
  * *cached_of before, if any, which is kept: the columns it keeps are the
  * ones check_columns() accepts, which no ALTER TABLE can change without
  * failing that check.  A copy is never freed: an OwnedRel of an outer call
@@ -663,7 +587,7 @@ owned_rel_init(OwnedRel *orel, OwnedTableId id, LOCKMODE mode)
 
 /*
  * Open one of the tables with the given lock, check that we may use it, and
- * resolve what the call needs only after the lock (file header).
+ * resolve what the call needs only after the lock (README.md).
  */
 void
 owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel)
@@ -704,7 +628,7 @@ owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel)
 
 /*
  * Open a table that has the shape of one of the extension's tables, found
- * by OID by the caller (file header), with the given lock, and check that
+ * by OID by the caller (README.md), with the given lock, and check that
  * we may use it as that shape.  Everything the other functions of this
  * layer do then works on it as on the extension's table: row access, the
  * TID cache, the locking and isolation rules of owned_rows.c.  The caller
@@ -773,7 +697,7 @@ owned_relid(OwnedTableId id)
 /*
  * The table's primary key, opened with the table's lock mode on first use.
  * Its OID comes from the relcache entry of the open table and is checked
- * again once the index is locked (file header).
+ * again once the index is locked (README.md).
  */
 Relation
 owned_pk(OwnedRel *orel)
@@ -896,7 +820,7 @@ open_indexes(OwnedRel *orel)
 
 /*
  * Add the entries of a heap tuple just written to the ready indexes of the
- * table that need one (file header): every index for a new row, those
+ * table that need one (README.md): every index for a new row, those
  * heap_update() said for a new version (compat.h).  "changed" holds the
  * columns (offset as in owned_columns_indexed) that differ from the version
  * this one replaces, or is NULL for a new row: a unique index none of whose

@@ -2,13 +2,12 @@
  *
  * owned.h
  *	  The storage layer: the only code that reads and writes the
- *	  extension's own tables below the executor.  Part one, its tables
- *	  (owned.c); the rows are owned_rows.h's.
+ *	  extension's own tables below the executor.  Its tables (owned.c), and
+ *	  their rows (owned_rows.c).
  *
- * See owned.c for which tables, the policy for a table someone altered,
- * and why each PostgreSQL guarantee still holds; owned_rows.c for how rows
- * are found, advanced, created, scanned and removed, and the isolation
- * rules every caller gets.
+ * README.md says which tables, the policy for a table someone altered, why
+ * each PostgreSQL guarantee still holds, how rows are found, advanced,
+ * created, scanned and removed, and the isolation every caller gets.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,106 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * owned_rows.c
- *	  The storage layer, part two: finding, advancing, creating, scanning
- *	  and removing rows of the extension's tables (see owned.c for the
- *	  tables and the policy).
- *
- * Isolation: what callers get
- *
- * Reads that answer a question (position(), a dashboard) are SQL reads:
- * they use the statement's snapshot (the transaction's under REPEATABLE
- * READ and SERIALIZABLE) extended to this transaction's own changes so far,
- * and under SERIALIZABLE they take predicate locks, through the index and
- * heap access methods, as a SELECT would.
- *
- * Decisions (the next sequence number, whether an event is new) are made
- * the way UPDATE makes them in READ COMMITTED: on the newest committed
- * version of the row, or our own, found with SnapshotSelf.  The row is its
- * own lock: a decision that changes it calls heap_update(wait = true), so if
- * another transaction is changing the row we sleep on it exactly like an
- * UPDATE would, and once it commits heap_update reports TM_Updated, we find
- * the newer version and decide again.  Numbers therefore follow commit
- * order, and a read-compare-write race cannot happen.  This holds under
- * READ COMMITTED and REPEATABLE READ: the contract says concurrent producers
- * of one resource wait for each other, never fail.  Under SERIALIZABLE that
- * would hide a dependency from the serializable snapshot isolation machinery
- * (our decision would read a write it cannot see), so there decisions are
- * made on the transaction's snapshot, extended to our own changes, with
- * predicate locks; a row changed by a concurrent transaction since then
- * makes the decision fail with SQLSTATE 40001, exactly where an UPDATE of
- * that row would.  heap_update() and heap_insert() check for serialization
- * conflicts on the write side themselves.
- *
- * A decision that changes nothing (a stale event) writes nothing and locks
- * nothing.  A decision that must make its row stand for something new
- * without changing a value (an event parked behind the position) still
- * writes a new version: that version is what makes concurrent callers wait,
- * and what tells a SERIALIZABLE caller that the row changed.
- *
- * Creating a row
- *
- * A row that does not exist yet cannot be locked.  Its creator takes a
- * heavyweight lock on the key for just as long as it looks and inserts, and
- * releases it before returning: a transaction may create any number of
- * rows and still hold none of these locks.  Under the lock it probes the
- * primary key with SnapshotDirty, which also sees rows other transactions
- * are still inserting: if there is one, it releases the lock, waits for that
- * transaction to end (on its transaction ID, as an insert into a unique
- * index waits), and looks again: the row is then there to update (or gone,
- * if the inserter rolled back).  The key lock only orders creators of one
- * key among themselves; every creator of rows in our keyed tables goes
- * through here (statement-level inserts included:
- * ordering_internal.sequences_load), so the unique index never raises on a
- * race.  A key lock is an advisory-class lock with a field4 of our own
- * (0x4F00 + the table), so it never collides with users' advisory locks.
- *
- * Overwriting our own version in place
- *
- * When the version found was written by the current subtransaction in the
- * current command (the next row of a multi-row INSERT for the same
- * resource, the next event of a batch), the new value overwrites it in
- * place instead of adding a version.  No snapshot can see such a version:
- * a snapshot sees our own changes only from commands before its own, and no
- * command has begun since; other transactions see the version before it
- * and wait for us on it; if our subtransaction aborts, the version dies with
- * it.  The overwrite is WAL-logged.  It is not done when the table is
- * logically logged (logical decoding skips in-place updates), when an index
- * covers a changed column, or when the tuple's length would change.  A
- * version of an earlier command (a cursor may see it) always gets a new
- * version instead.  Without this a 1,000,000-row INSERT of one resource
- * would build a HOT chain and a combo CID per row.
- *
- * Finding a row (owned_fetch)
- *
- * Each backend remembers, in a small eight-way set-associative cache, the TID
- * of the index entry (the root of the row's HOT chain) where it last found
- * each key of ordering.sequences and ordering.positions (and of the tables
- * of their shapes opened by OID: the cache is keyed by relation OID).  A HOT update keeps
- * that root, so the cached TID usually leads straight to the row without
- * descending the btree.  The cache is only a hint: a TID is followed with
- * the snapshot of the call (under SERIALIZABLE the heap fetch takes its
- * predicate lock), the tuple found is accepted only if its key equals ours
- * (the line pointer may have been reused), and anything else falls back to
- * the index.  Blocks past the end of the table (after VACUUM truncated it)
- * are not read; TRUNCATE, VACUUM FULL and CLUSTER send a relcache
- * invalidation, which empties the cache.  Parked events have a cache of
- * their own, by (consumer, resource, seq), filled when we park one: a drain
- * finds the rows it removes without descending the primary key, when the
- * same backend parked them (a consumer's connection usually takes the same
- * resources).  That cache only ever says "here it is", never "not parked":
- * a miss, or a row whose key or seq is not the one asked for, sends the
- * caller to the index.  We also do not let every visit
- * prune the page: heapam prunes whenever a page has less free space than
- * the fillfactor leaves, which with our fillfactor is always; we prune only
- * when the page is short of room for the next HOT updates.
- *
- * The three fast paths (the in-place overwrite, the TID cache, the pruning
- * rule) depend on how the server's heap access method behaves: they sit
- * behind one switch, ORDERING_FAST_PATHS (compat.h), which a build can turn
- * off to compare them with the plain ways.
- *
- * Layer: the storage layer, part two, above owned.c and below every caller
- * of owned_rows.h; it calls owned.c and compat.h.
+ *	  The storage layer's rows: found, advanced, created, scanned and removed
+ *	  below the executor, with the isolation every caller gets (README.md,
+ *	  "The rows").
  *
  *-------------------------------------------------------------------------
  */
@@ -133,7 +36,7 @@
 #include "owned.h"
 #include "owned_tid_cache.h"
 
-/* prune a page when it has less free space than this (file header) */
+/* prune a page when it has less free space than this (README.md) */
 #define OWNED_PRUNE_FREE		(BLCKSZ / 8)
 
 /* field4 of our key locks: users' advisory locks use 1 and 2 */
@@ -211,7 +114,7 @@ extend_to_own_changes(Snapshot snapshot, SnapshotData *buf)
 }
 
 /*
- * The snapshot of reads that answer a question (file header).
+ * The snapshot of reads that answer a question (README.md).
  */
 Snapshot
 owned_read_snapshot(SnapshotData *buf)
@@ -220,7 +123,7 @@ owned_read_snapshot(SnapshotData *buf)
 }
 
 /*
- * The snapshot decisions are made on (file header): the newest committed
+ * The snapshot decisions are made on (README.md): the newest committed
  * row or ours, except under SERIALIZABLE.
  */
 Snapshot
@@ -232,7 +135,7 @@ owned_decision_snapshot(SnapshotData *buf)
 }
 
 /*
- * Prune a page that is short of room for HOT updates (file header).  Like
+ * Prune a page that is short of room for HOT updates (README.md).  Like
  * heap_page_prune_opt(), this looks at the page without a lock: a stale
  * answer only moves the prune to a later visit.
  */
@@ -417,7 +320,7 @@ init_scan_keys(OwnedRel *orel, ScanKey keys, const Datum *key, int nkeys,
  * Find the row of a key (the table's primary key columns) that the snapshot
  * sees; fills "row" and returns whether there is one.  The key columns of
  * row->values are filled in either way.  Keyed tables try the TID cache
- * first (file header).
+ * first (README.md).
  */
 bool
 owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
@@ -473,7 +376,7 @@ owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
 
 /*
  * Find the parked event "seq" of a key of ordering.parked (or of a table of
- * its shape) through the TID cache alone (file header): true, with the row,
+ * its shape) through the TID cache alone (README.md): true, with the row,
  * when the cache leads to a version of it that the snapshot sees; false
  * says nothing about whether it is parked (ask the index).
  */
@@ -516,7 +419,7 @@ changed_columns(TupleDesc desc, const OwnedRow *row, Datum *values,
 
 /*
  * Was the row's version written by the current subtransaction in the
- * current command?  (No snapshot can see such a version: file header.)
+ * current command?  (No snapshot can see such a version: README.md.)
  */
 static bool
 written_this_command(const OwnedRow *row)
@@ -590,7 +493,7 @@ write_version(OwnedRel *orel, const OwnedRow *row, Datum *values,
 }
 
 /*
- * The key lock of a key of a keyed table (file header).  Two keys share a
+ * The key lock of a key of a keyed table (README.md).  Two keys share a
  * lock only if their 64-bit hashes collide: then they wait for each other
  * needlessly, but stay correct.
  */
@@ -684,8 +587,8 @@ concurrent_change(OwnedRel *orel, const char *what)
 }
 
 /*
- * Create the row of a key that the decision snapshot did not show (file
- * header).  Returns false, having inserted nothing, when the row exists (or
+ * Create the row of a key that the decision snapshot did not show (README.md).
+ * Returns false, having inserted nothing, when the row exists (or
  * existed: we waited for its inserter or deleter): then look again.
  */
 static bool
@@ -726,7 +629,7 @@ create_row(OwnedRel *orel, const Datum *key, Datum *values, bool *nulls)
 }
 
 /*
- * Decide and write one row of a keyed table (file header): find the row of
+ * Decide and write one row of a keyed table (README.md): find the row of
  * the key with the decision snapshot, let decide() say what it becomes, and
  * write that, creating the row if needed.  If a concurrent transaction
  * changed the row first, decide again on its version (or, under
@@ -773,7 +676,7 @@ owned_update(OwnedRel *orel, const OwnedRow *row, Datum *values, bool *nulls)
 
 /*
  * Insert a row of a table whose key the caller owns (parked events, dead
- * letters: see consumer.c): every index is maintained and checked.
+ * letters: see decisions.c): every index is maintained and checked.
  */
 void
 owned_insert(OwnedRel *orel, Datum *values, bool *nulls)

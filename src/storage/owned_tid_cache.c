@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * owned_tid_cache.c
- *	  The storage layer's TID caches: where each backend last found the
- *	  rows of the keyed tables and the parked events (README.md, "Finding
- *	  a row").  owned_rows.c fills and reads them; owned.c's relcache
- *	  callback empties them.
+ *	  The storage layer's TID caches: where each backend last found the rows
+ *	  of the keyed tables and the parked events (README.md, "Finding a
+ *	  row").  owned_rows.c fills and reads them; owned.c's relcache callback
+ *	  empties them.
  *
  *-------------------------------------------------------------------------
  */

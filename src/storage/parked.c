@@ -1,33 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * parked.c
- *	  The parked events of a (consumer, resource) in ordering.parked, and
- *	  the gap request of a key in ordering.gap_requests, for deliver() and
- *	  skip_gap() (consumer.c), through the storage layer.
- *
- * Locking rules
- *
- * A key's parked events change only together with a new version of its
- * row in ordering.positions, which the caller writes first (consumer.c):
- * that row serializes every change of the key, as a row lock serializes
- * UPDATEs.  So the reads here, made with the caller's decision snapshot
- * (owned_rows.c), see every committed change of the key, and a change
- * committed after them makes the caller's write of the position row fail
- * (it then decides again, or under SERIALIZABLE raises 40001).  The rows
- * removed after a drain were found by the caller, which holds the key, so
- * nobody else can touch them.
- *
- * Gap requests are written by sweeps (gaps.c) too, which take no row of
- * ordering.positions.  A call that may close a gap (parked_settle_gap) takes
- * ROW EXCLUSIVE on ordering.gap_requests first, which a sweep's SHARE ROW
- * EXCLUSIVE excludes: from then on no sweep is in progress, one that ran has
- * committed its requests (a SnapshotSelf probe sees them), and one that
- * starts waits for our commit before it takes its snapshot (and will see
- * the gap closed).  That lock is taken after the position row, never
- * before, and a gap-closing call may wait for a running sweep.
- *
- * Layer: consumer storage, below consumer.c, batch.c and
- * dead_letter_store.c; it calls only the storage layer (owned_rows.h).
+ *	  The parked events of a (consumer, resource) and its gap request, for
+ *	  the consumer's decisions (README.md, "Parked events and gap
+ *	  requests").
  *
  *-------------------------------------------------------------------------
  */
@@ -113,7 +89,7 @@ parked_exists(OwnedRel *parked, const Datum *key, int64 seq,
 /*
  * Count a key's parked events and find the lowest and highest of their
  * seqs: a scan of all of them, for a key whose position row does not say
- * (consumer.c).
+ * (decisions.c).
  */
 void
 parked_summarize(OwnedRel *parked, const Datum *key, Snapshot snapshot,
@@ -257,7 +233,7 @@ parked_insert(OwnedRel *parked, const Datum *key, int64 seq, Datum payload,
  * After the position of the key moved to "position" with events parked:
  * close the gap request of the key if the position reaches its missing_to,
  * or if nothing remains parked (the sweeper asks again for any gap left).
- * Takes the lock of the gap requests table first (file header), and may
+ * Takes the lock of the gap requests table first (README.md), and may
  * wait there for a running sweep.  gap_requests is that table if it is not
  * ordering.gap_requests (InvalidOid): a distributed consumer's shard.
  */

@@ -4,9 +4,9 @@
  *	  The parked events of a (consumer, resource), and its gap request.
  *
  * Every change to these goes with a new version of the key's row in
- * ordering.positions, written first (consumer.c): that row serializes the
+ * ordering.positions, written first (decisions.c): that row serializes the
  * key, and says how many events are parked and the lowest and highest of
- * their seqs.  See parked.c.
+ * their seqs.  See README.md, "Parked events and gap requests".
  *
  *-------------------------------------------------------------------------
  */
@@ -36,7 +36,7 @@ typedef struct ReadyList
 /*
  * What the position row of a key says of its parked events: how many, the
  * lowest and highest seq (0 and 0 when none).  count -1: not known, count
- * them (consumer.c).
+ * them (decisions.c).
  */
 typedef struct ParkedSummary
 {

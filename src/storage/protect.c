@@ -1,41 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * protect.c
- *	  The extension's own tables: ALTER TABLE commands that would break a
- *	  promise are refused when they are made.
- *
- * The counters, positions, parked events, dead letters, gap requests, the
- * registry of attached tables and the ready outbox are the extension's
- * state.  Some changes a DBA may try on them would lose it or make it
- * unusable:
- *
- *	- SET UNLOGGED: a crash empties an unlogged table, so counters would
- *	  restart at 1 and delivered events apply a second time;
- *	- adding, dropping, retyping or renaming a column, changing its NOT NULL,
- *	  the access method, the name or the schema of the table, making it an
- *	  inheritance child or a partition: the storage layer reads and writes
- *	  these tables below the executor by their columns as CREATE EXTENSION
- *	  made them (owned.c), the SQL functions name them, and pg_dump does not
- *	  carry changes to an extension's tables, so a restore would fail.
- *
- * The event trigger ordering_protect_tables (ddl_command_start, ALTER
- * TABLE) refuses them with SQLSTATE 0A000 before anything is done, so even
- * a SET UNLOGGED of a large table costs no rewrite.  Other ALTER TABLE
- * commands (storage parameters, statistics targets, SET LOGGED, an added
- * index or constraint, which owned.c judges at use) go through.  The
- * extension's own scripts may change its tables: CREATE EXTENSION and
- * ALTER EXTENSION ... UPDATE (creating_extension, which also covers the
- * CREATE EXTENSION of a restore), and pg_upgrade's binary-upgrade dump.
- *
- * An event trigger can be disabled (ALTER EVENT TRIGGER, or
- * session_replication_role = replica): the storage layer then still refuses
- * to use an unlogged table, at first use (owned.c).
- *
- * No locks: the relation is looked up as the command will look it up, and
- * the command itself takes the locks it needs afterwards.
- *
- * Layer: an event trigger, apart from the rest: it calls nothing of the
- * extension.
+ *	  The event trigger that refuses, when they are made, the ALTER TABLE
+ *	  commands that would break the extension's tables (README.md,
+ *	  "Protected tables").
  *
  *-------------------------------------------------------------------------
  */
@@ -86,7 +54,7 @@ table_name(Oid relid)
 }
 
 /*
- * Refuse a change of a table of the extension (file header); "what" says
+ * Refuse a change of a table of the extension (README.md); "what" says
  * what it would have done.
  */
 static void
@@ -105,7 +73,7 @@ refuse(Oid relid, const char *what)
 
 /*
  * What an ALTER TABLE subcommand on table "relid" would do that breaks a
- * promise (file header), or NULL.
+ * promise (README.md), or NULL.
  */
 static char *
 refused_subcommand(AlterTableCmd *cmd, Oid relid)
@@ -137,8 +105,9 @@ refused_subcommand(AlterTableCmd *cmd, Oid relid)
 }
 
 /*
- * ALTER TABLE: refuse the subcommands of file header on a table of ours,
- * and attaching one of ours as a partition of another table.
+ * ALTER TABLE: refuse the subcommands that break a promise (README.md) on
+ * a table of ours, and attaching one of ours as a partition of another
+ * table.
  */
 static void
 check_alter_table(AlterTableStmt *stmt)
@@ -167,7 +136,8 @@ check_alter_table(AlterTableStmt *stmt)
 
 /*
  * ordering_internal.protect_tables(): the event trigger
- * ordering_protect_tables, ddl_command_start of ALTER TABLE (file header).
+ * ordering_protect_tables, ddl_command_start of ALTER TABLE: refuses the
+ * commands that would break a table of ours (README.md).
  */
 Datum
 ordering_protect_tables(PG_FUNCTION_ARGS)
