@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 #
 # Static analysis of the C code (the extension and the bench probes):
-# cppcheck and clang-tidy (its configuration is .clang-tidy at the top),
-# and pgindent's layout.
+# the layering of src/'s folders, cppcheck and clang-tidy (its
+# configuration is .clang-tidy at the top), and pgindent's layout.
 # First, one version number: META.json and debian/changelog must carry
 # ordering.control's default_version.  Exits non-zero on any finding.
 set -euo pipefail
@@ -38,6 +38,50 @@ if [ "$debian" != "$version" ]; then
 	exit 1
 fi
 echo "versions: $version in ordering.control, META.json ($semver), debian/changelog"
+
+# The layering of src/ (src/README.md): a file includes the headers of its
+# own folder and of the folders that its folder's README.md names on its
+# "May include:" line, and no other header of ours; header names are unique
+# across the folders, since every folder is on the include path.
+# shellcheck disable=SC2086 # $sources are words
+perl -e '
+	my (%where, %may, $bad);
+	for my $f (@ARGV) {
+		my ($dir, $name) = $f =~ m{^src/(?:(.*)/)?([^/]+)$};
+		$dir //= ".";
+		die "$f: a header of that name is also $where{$name}\n"
+			if $name =~ /\.h$/ && exists $where{$name};
+		$where{$name} = $f if $name =~ /\.h$/;
+	}
+	for my $f (@ARGV) {
+		my ($dir) = $f =~ m{^src/(?:(.*)/)?[^/]+$};
+		$dir //= ".";
+		next if exists $may{$dir};
+		my $readme = $dir eq "." ? "src/README.md" : "src/$dir/README.md";
+		open(my $fh, "<", $readme) or die "$readme: missing ($f is in its folder)\n";
+		my ($line) = grep { /^May include:/ } <$fh>;
+		die "$readme: no \"May include:\" line\n" unless defined $line;
+		$line =~ s/^May include:\s*//;
+		$may{$dir} = { map { $_ => 1 } grep { $_ ne "nothing" } split /[\s,]+/, $line };
+	}
+	for my $f (@ARGV) {
+		my ($dir) = $f =~ m{^src/(?:(.*)/)?[^/]+$};
+		$dir //= ".";
+		open(my $fh, "<", $f) or die "$f: $!\n";
+		while (<$fh>) {
+			next unless /^\s*#\s*include\s+"([^"]+)"/;
+			my $to = $where{$1} or next;
+			my ($todir) = $to =~ m{^src/(?:(.*)/)?[^/]+$};
+			$todir //= ".";
+			next if $todir eq $dir || $may{$dir}{$todir};
+			print "$f:$.: includes $to, but its folder may include only: ",
+				join(", ", sort keys %{$may{$dir}}) || "nothing", "\n";
+			$bad = 1;
+		}
+	}
+	exit($bad ? 1 : 0);
+' $sources || { echo "layering: the includes above cross the folders' rules (src/README.md)" >&2; exit 1; }
+echo "layering: clean"
 
 # cppcheck and clang-tidy side by side, clang-tidy a file per process: each
 # takes one core for a minute or more, and lint runs at nice 10 in
