@@ -10,45 +10,56 @@ EXTENSION = ordering
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" ordering.control)
 
 MODULE_big = ordering
+# src/ holds one folder per subsystem, from the top down (src/README.md):
+# the module entry point, then the producer, the consumers and the gap
+# sweep, then the Citus seams, the statistics and the storage layer, then
+# what every folder uses.  Each folder is on the include path: a file
+# includes a header by its name, and test/lint.sh checks which folder may
+# include which.
+ORDERING_SRC_DIRS = producer consumer gaps citus stats storage common
 OBJS = \
 	src/ordering.o \
-	src/settings.o \
-	src/plans.o \
-	src/owned.o \
-	src/owned_rows.o \
-	src/counters.o \
-	src/statement_counters.o \
-	src/resource_key.o \
-	src/provisional.o \
-	src/attached.o \
-	src/attachments.o \
-	src/citus.o \
-	src/wakeup.o \
-	src/producer.o \
-	src/restore.o \
-	src/protect.o \
-	src/consumer.o \
-	src/consumer_citus.o \
-	src/consumer_call.o \
-	src/citus_meta.o \
-	src/batch.o \
-	src/handlers.o \
-	src/dead_letters.o \
-	src/dead_letter_store.o \
-	src/parked.o \
-	src/newer_only.o \
-	src/stats.o \
-	src/stats_shmem.o \
-	src/stats_views.o \
-	src/sketch.o \
-	src/decision_log.o \
-	src/triggers.o \
-	src/gaps.o \
-	src/gaps_citus.o \
-	src/worker.o \
-	src/sha256.o \
-	src/antientropy.o \
-	src/standbys.o
+	src/producer/sequencing.o \
+	src/producer/statement.o \
+	src/producer/provisional.o \
+	src/producer/counters.o \
+	src/producer/held_counters.o \
+	src/producer/attached.o \
+	src/producer/registry.o \
+	src/producer/restore.o \
+	src/producer/resource_key.o \
+	src/producer/wakeup.o \
+	src/producer/standbys.o \
+	src/producer/antientropy.o \
+	src/consumer/decisions.o \
+	src/consumer/call.o \
+	src/consumer/batch.o \
+	src/consumer/handlers.o \
+	src/consumer/dead_letters.o \
+	src/consumer/newer_only.o \
+	src/consumer/citus_route.o \
+	src/consumer/citus_call.o \
+	src/gaps/sweep.o \
+	src/gaps/citus_gaps.o \
+	src/gaps/worker.o \
+	src/citus/citus_counters.o \
+	src/citus/citus_meta.o \
+	src/citus/citus_consumers.o \
+	src/stats/stats.o \
+	src/stats/stats_shmem.o \
+	src/stats/stats_views.o \
+	src/stats/sketch.o \
+	src/stats/decision_log.o \
+	src/storage/owned.o \
+	src/storage/owned_rows.o \
+	src/storage/owned_tid_cache.o \
+	src/storage/parked.o \
+	src/storage/dead_letter_store.o \
+	src/storage/protect.o \
+	src/common/settings.o \
+	src/common/plans.o \
+	src/common/triggers.o \
+	src/common/sha256.o
 
 # Installing the default version runs the 1.0 script, then every upgrade
 # script after it: a fresh install and an upgraded one are built by the same
@@ -76,7 +87,8 @@ ISOLATION_OPTS = --inputdir=. --outputdir=output_iso \
 TAP_TESTS = 1
 PROVE_TESTS ?= test/t/*.pl
 
-PG_CPPFLAGS = -DORDERING_VERSION=\"$(EXTVERSION)\"
+PG_CPPFLAGS = -DORDERING_VERSION=\"$(EXTVERSION)\" \
+	$(addprefix -I$(srcdir)/src/,$(ORDERING_SRC_DIRS)) -I$(srcdir)/src
 # ORDERING_CFLAGS=-DUSE_ASSERT_CHECKING builds with assertions (test/valgrind.sh).
 # ORDERING_WERROR=-Werror makes every warning an error: test/run.sh (and so
 # CI) builds that way; a plain "make" does not, so that a packager's newer

@@ -1,15 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * ordering.c
- *	  Module entry point: _PG_init, which defines the settings and installs
- *	  what the library needs at load time.
- *
- * The SQL API works whether or not the library is preloaded.  Preloading
- * (shared_preload_libraries = 'ordering') additionally reserves shared
- * memory for statistics and registers the gap-sweeper background worker.
- *
- * Layer: the top.  This file includes the headers of the files whose
- * load-time setup it calls, and no file includes its header.
+ *	  The module entry point: _PG_init defines the settings and installs
+ *	  what the library needs at load time.  Preloading
+ *	  (shared_preload_libraries) adds the statistics' shared memory and the
+ *	  gap sweeper's background workers; the SQL API works without it.
+ *	  src/README.md describes the folders below.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,13 +13,13 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/guc.h"
 
+#include "gaps.h"
 #include "ordering.h"
-#include "provisional.h"
+#include "producer.h"
 #include "settings.h"
-#include "statement_counters.h"
 #include "stats.h"
-#include "worker.h"
 
 PG_MODULE_MAGIC;
 
@@ -39,8 +35,11 @@ _PG_init(void)
 	ordering_preloaded = process_shared_preload_libraries_in_progress;
 
 	ordering_define_settings();
+	ordering_standbys_define_settings();
+	MarkGUCPrefixReserved("ordering");
+	statement_init();
 	provisional_init();
-	pending_init();
+	held_init();
 	ordering_stats_init();
 	if (ordering_preloaded)
 		ordering_worker_register();

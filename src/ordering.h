@@ -4,8 +4,7 @@
  *	  The module entry point (ordering.c).
  *
  * Only ordering.c includes this header: what the other files share is
- * declared in the header of the file that defines it (settings.h for the
- * settings, plans.h, text_equal.h, ...).
+ * declared in the header of their folder (src/README.md).
  *
  *-------------------------------------------------------------------------
  */

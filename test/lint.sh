@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 #
 # Static analysis of the C code (the extension and the bench probes):
-# cppcheck and clang-tidy (its configuration is .clang-tidy at the top),
-# and pgindent's layout.
+# the layering of src/'s folders, cppcheck and clang-tidy (its
+# configuration is .clang-tidy at the top), and pgindent's layout.
 # First, one version number: META.json and debian/changelog must carry
 # ordering.control's default_version.  Exits non-zero on any finding.
 set -euo pipefail
@@ -13,6 +13,10 @@ ensure_packages cppcheck clang-tidy pg-bsd-indent $(pg_packages)
 
 server_inc=$("$PG_CONFIG_SYSTEM" --includedir-server)
 cd "$here"
+# the C files of the extension, one folder per subsystem (src/README.md),
+# and the include path the Makefile gives them: every folder of src/
+sources=$(find src -name '*.[ch]' | sort)
+includes=$(find src -type d | sed 's/^/-I/')
 # the version the Makefile compiles in, from ordering.control
 version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" ordering.control)
 
@@ -35,6 +39,50 @@ if [ "$debian" != "$version" ]; then
 fi
 echo "versions: $version in ordering.control, META.json ($semver), debian/changelog"
 
+# The layering of src/ (src/README.md): a file includes the headers of its
+# own folder and of the folders that its folder's README.md names on its
+# "May include:" line, and no other header of ours; header names are unique
+# across the folders, since every folder is on the include path.
+# shellcheck disable=SC2086 # $sources are words
+perl -e '
+	my (%where, %may, $bad);
+	for my $f (@ARGV) {
+		my ($dir, $name) = $f =~ m{^src/(?:(.*)/)?([^/]+)$};
+		$dir //= ".";
+		die "$f: a header of that name is also $where{$name}\n"
+			if $name =~ /\.h$/ && exists $where{$name};
+		$where{$name} = $f if $name =~ /\.h$/;
+	}
+	for my $f (@ARGV) {
+		my ($dir) = $f =~ m{^src/(?:(.*)/)?[^/]+$};
+		$dir //= ".";
+		next if exists $may{$dir};
+		my $readme = $dir eq "." ? "src/README.md" : "src/$dir/README.md";
+		open(my $fh, "<", $readme) or die "$readme: missing ($f is in its folder)\n";
+		my ($line) = grep { /^May include:/ } <$fh>;
+		die "$readme: no \"May include:\" line\n" unless defined $line;
+		$line =~ s/^May include:\s*//;
+		$may{$dir} = { map { $_ => 1 } grep { $_ ne "nothing" } split /[\s,]+/, $line };
+	}
+	for my $f (@ARGV) {
+		my ($dir) = $f =~ m{^src/(?:(.*)/)?[^/]+$};
+		$dir //= ".";
+		open(my $fh, "<", $f) or die "$f: $!\n";
+		while (<$fh>) {
+			next unless /^\s*#\s*include\s+"([^"]+)"/;
+			my $to = $where{$1} or next;
+			my ($todir) = $to =~ m{^src/(?:(.*)/)?[^/]+$};
+			$todir //= ".";
+			next if $todir eq $dir || $may{$dir}{$todir};
+			print "$f:$.: includes $to, but its folder may include only: ",
+				join(", ", sort keys %{$may{$dir}}) || "nothing", "\n";
+			$bad = 1;
+		}
+	}
+	exit($bad ? 1 : 0);
+' $sources || { echo "layering: the includes above cross the folders' rules (src/README.md)" >&2; exit 1; }
+echo "layering: clean"
+
 # cppcheck and clang-tidy side by side, clang-tidy a file per process: each
 # takes one core for a minute or more, and lint runs at nice 10 in
 # test/run.sh, so it is often the last suite left and alone on the machine.
@@ -48,15 +96,16 @@ cppcheck --enable=warning,performance,portability --std=c99 \
 	--error-exitcode=1 --inline-suppr --quiet \
 	-I "$server_inc" --suppress=missingIncludeSystem \
 	--suppress="*:$server_inc/*" -D__GNUC__ -DUSE_ASSERT_CHECKING \
-	-DORDERING_VERSION="\"$version\"" \
+	-DORDERING_VERSION="\"$version\"" $includes \
 	src/ bench/probe/ >"$cppcheck_out" 2>&1 &
 cppcheck_pid=$!
 
 # WarningsAsErrors makes clang-tidy exit non-zero on any finding (and xargs
 # then too)
 tidy_status=0
-tidy_out=$(printf '%s\n' src/*.c bench/probe/*.c |
-	xargs -P "$(nproc)" -I{} clang-tidy --quiet {} -- -I"$server_inc" \
+# shellcheck disable=SC2086 # $includes are words
+tidy_out=$(printf '%s\n' $(grep '\.c$' <<<"$sources") bench/probe/*.c |
+	xargs -P "$(nproc)" -I{} clang-tidy --quiet {} -- $includes -I"$server_inc" \
 		-I"$(dirname "$server_inc")/internal" -D_GNU_SOURCE \
 		-DORDERING_VERSION="\"$version\"" 2>&1) || tidy_status=$?
 
@@ -76,11 +125,12 @@ echo "clang-tidy: clean"
 # return type "type *" keeps a single space).  indent must know which names
 # are types: test/typedefs.pl collects them from the server's headers and
 # ours, where pgindent would use the build farm's list.
-perl test/typedefs.pl $(find "$server_inc" -name '*.h') src/*.[ch] bench/probe/*.c >"$typedefs"
+# shellcheck disable=SC2086 # $sources are words
+perl test/typedefs.pl $(find "$server_inc" -name '*.h') $sources bench/probe/*.c >"$typedefs"
 printf '%s\n' FILE size_t ssize_t va_list uintptr_t intptr_t pid_t time_t off_t \
 	sigjmp_buf >>"$typedefs"
 unindented=0
-for f in src/*.[ch] bench/probe/*.c; do
+for f in $sources bench/probe/*.c; do
 	pg_bsd_indent -bad -bap -bbb -bc -bl -cli1 -cp33 -cdb -nce -d0 -di12 -nfc1 \
 		-i4 -l79 -lp -lpl -nip -npro -sac -tpg -ts4 -U"$typedefs" "$f" "$indented"
 	perl -0pi -e 's!^([A-Za-z_]\S*)[ \t]+\*$!$1 *!gm' "$indented"

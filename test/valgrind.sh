@@ -3,7 +3,8 @@
 # Runs the pg_regress and isolation suites with every server process under
 # valgrind memcheck, and the extension built with assertions enabled
 # (USE_ASSERT_CHECKING), and fails on any error whose stack passes through
-# the extension's code (a frame in one of src/*.c) or a failed assertion.
+# the extension's code (a frame in one of the C files of src/) or a failed
+# assertion.
 #
 #   bash test/valgrind.sh [regress] [isolation]
 #
@@ -124,7 +125,7 @@ if [ "$status" -ne 0 ]; then
 fi
 
 # frames of our code look like "by 0x...: keyed_fetch (keyed.c:123)"
-our_frames="\(($(cd "$here/src" && ls *.c | sed 's/\./\\./' | paste -sd '|')):[0-9]+\)"
+our_frames="\(($(cd "$here/src" && find . -name '*.c' -printf '%f\n' | sed 's/\./\\./' | paste -sd '|')):[0-9]+\)"
 ours=0
 total=0
 for log in "$logs"/*.log; do
@@ -137,7 +138,7 @@ for log in "$logs"/*.log; do
 		cat "$log"
 	fi
 done
-echo "valgrind: $total reports in all, $ours process logs with frames in src/*.c"
+echo "valgrind: $total reports in all, $ours process logs with frames in the C files of src/"
 if [ "$ours" -ne 0 ] || [ "$status" -ne 0 ]; then
 	trap - EXIT
 	echo "sandbox kept in $SANDBOX" >&2

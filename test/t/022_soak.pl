@@ -177,7 +177,7 @@ is($ledger, $events, "end: the ledger holds the $events events produced");
 cmp_ok($w->{lost}, '>', 0, 'events were lost for real') if $events >= 1000;
 is($node->safe_psql('consumerdb', q{SELECT count(*) FROM ledger WHERE payload ? 'poison'}),
 	$poisoned, "end: the $poisoned poison events were applied, once each");
-# the counting identity of src/stats.h holds over the whole run
+# the counting identity of src/stats/stats.h holds over the whole run
 is($node->safe_psql('consumerdb', q{
 	SELECT events_consumed + events_drained
 	       - (events_applied + events_stale + events_duplicate + events_parked

@@ -1,5 +1,5 @@
 # Crash recovery in the middle of bulk statements, whose counters are held
-# in memory and written when the statement ends (src/statement_counters.c):
+# in memory and written when the statement ends (src/producer/held_counters.c):
 # an INSERT ... SELECT and a COPY are stopped half-way by kill -9 of their
 # backend and by an immediate shutdown, while another producer waits for a
 # resource they hold.  After each restart nothing of the interrupted

@@ -590,12 +590,12 @@ fails_as($coord, 'intruder', q{SELECT ordering_internal.attachment_unregister('o
 {
 	# On one node the registry refuses such a trigger (0A000, "is not
 	# attached").  On the shards of a distributed table the trigger asks
-	# Citus's metadata instead (src/citus.c): the table is distributed by
+	# Citus's metadata instead (src/citus/citus_counters.c): the table is distributed by
 	# its resource column, co-located with the counter table, and its shell
 	# carries the same trigger, so the shards count in stream Y's counters.
 	# The workers have no registry to tell the intruder's table from stream
 	# Y's own: a design question, reported, not fixed here.
-	local $TODO = 'a hand-made sequencing trigger on a co-located distributed table takes numbers from another role\'s stream (src/citus.c consults no registry on the workers)';
+	local $TODO = 'a hand-made sequencing trigger on a co-located distributed table takes numbers from another role\'s stream (src/citus/citus_counters.c consults no registry on the workers)';
 	fails_as($coord, 'intruder', q{INSERT INTO intruder_events (resource_id) VALUES ('pv')},
 		'(0A000|42501|55000)', undef, 'an insert numbered from another role\'s stream, through the coordinator');
 	fails_as($w1, 'intruder', q{INSERT INTO intruder_events (resource_id) VALUES ('pw')},
