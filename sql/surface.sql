@@ -11,10 +11,10 @@ SELECT p.oid::regprocedure AS function, pg_get_function_result(p.oid) AS result
  WHERE p.pronamespace = 'ordering'::regnamespace
  ORDER BY p.oid::regprocedure::text COLLATE "C";
 
--- Functions that PUBLIC may execute, in both schemas: each says why in the
--- install script (it reads only the catalog or nothing, does only what its
--- caller may do anyway, or checks the caller's rights itself).  Every other
--- function needs EXECUTE from one of the grant sets.
+-- Functions that PUBLIC may execute, in both schemas: each says why in its
+-- definition (sql/definitions/): it reads only the catalog or nothing, does
+-- only what its caller may do anyway, or checks the caller's rights itself.
+-- Every other function needs EXECUTE from one of the grant sets.
 SELECT p.oid::regprocedure AS executable_by_public
   FROM pg_proc p
  WHERE p.pronamespace IN ('ordering'::regnamespace, 'ordering_internal'::regnamespace)
