@@ -14,15 +14,15 @@
  *	  BEFORE trigger may still skip the row, the number stays provisional
  *	  until the row is stored (provisional.c).
  *	- a companion AFTER INSERT trigger whose WHEN clause,
- *	  ordering.sequence_stored(), reports each stored row whose number was
- *	  provisional.  A stored row is counted, and queues the relay wake-up
- *	  of a table that asked for one (wakeup.c).  Where a later BEFORE
- *	  trigger may have changed the row, the clause is true and the
+ *	  ordering_internal.sequence_stored(), reports each stored row whose
+ *	  number was provisional.  A stored row is counted, and queues the
+ *	  relay wake-up of a table that asked for one (wakeup.c).  Where a later
+ *	  BEFORE trigger may have changed the row, the clause is true and the
  *	  companion fires with the row as stored: if its resource or number is
  *	  not what our trigger handed out, the statement fails with SQLSTATE
  *	  27000 (provisional.c), so a number never goes to another resource.
- *	- ordering.sequence_guard(), BEFORE UPDATE OR DELETE FOR EACH ROW: a
- *	  sequenced row keeps its number and its resource; and a row that an
+ *	- ordering_internal.sequence_guard(), BEFORE UPDATE OR DELETE FOR EACH
+ *	  ROW: a sequenced row keeps its number and its resource; and a row that an
  *	  UPDATE moves to another partition (PostgreSQL deletes it from the old
  *	  partition, firing BEFORE UPDATE then BEFORE DELETE there, and inserts
  *	  it into the new one) keeps its number: the same event, not a new one.
@@ -91,7 +91,7 @@ static const TriggerProtocol sequence_trigger_protocol = {
 };
 
 static const TriggerProtocol sequence_guard_protocol = {
-	"ordering.sequence_guard()", TRIGGER_EVENT_UPDATE, true, 2, 3,
+	"ordering_internal.sequence_guard()", TRIGGER_EVENT_UPDATE, true, 2, 3,
 	"(resource_column, sequence_column [, stream])",
 	"Use ordering.attach() to install it."
 };
@@ -419,7 +419,7 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 }
 
 /*
- * ordering.sequence_stored() returns boolean: the WHEN clause of the
+ * ordering_internal.sequence_stored() returns boolean: the WHEN clause of the
  * companion AFTER INSERT trigger.  Evaluated right after a row is stored:
  * its number is no longer provisional, and counts as assigned.  False, so
  * that no trigger event is queued, except for a row that a later BEFORE
@@ -459,13 +459,13 @@ check_companion_protocol(FunctionCallInfo fcinfo)
 		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("ordering.sequence_stored_trigger() must be fired AFTER INSERT FOR EACH ROW"),
-				 errdetail("It is created by ordering.attach() with the WHEN clause ordering.sequence_stored()."),
+				 errmsg("ordering_internal.sequence_stored_trigger() must be fired AFTER INSERT FOR EACH ROW"),
+				 errdetail("It is created by ordering.attach() with the WHEN clause ordering_internal.sequence_stored()."),
 				 errhint("Use ordering.attach() to install it.")));
 }
 
 /*
- * ordering.sequence_stored_trigger(): the function of the companion
+ * ordering_internal.sequence_stored_trigger(): the function of the companion
  * trigger, fired only for a stored row that a later BEFORE trigger may have
  * changed (its WHEN clause says which): the row must carry the resource and
  * number our trigger handed out (file header).
@@ -535,8 +535,8 @@ arm_moving(FmgrInfo *flinfo, TriggerData *trigdata)
 }
 
 /*
- * ordering.sequence_guard(): BEFORE UPDATE OR DELETE FOR EACH ROW (file
- * header).
+ * ordering_internal.sequence_guard(): BEFORE UPDATE OR DELETE FOR EACH ROW
+ * (file header).
  */
 Datum
 ordering_sequence_guard(PG_FUNCTION_ARGS)

@@ -15,9 +15,9 @@
  * provisional, with the statement nesting level it was handed out at, and
  * the row's
  * companion AFTER INSERT trigger tells us when the row is stored: its WHEN
- * clause, ordering.sequence_stored(), is evaluated right after the row is
- * stored and only for rows that are stored, and it removes the record of
- * the row whose BEFORE trigger ran last at that level (it returns false, so
+ * clause, ordering_internal.sequence_stored(), is evaluated right after the
+ * row is stored and only for rows that are stored, and it removes the record
+ * of the row whose BEFORE trigger ran last at that level (it returns false, so
  * the trigger itself never fires and no event is queued).  The clause takes
  * no arguments because it is prepared once per statement: the less it has
  * to parse, the less a single-row INSERT pays.  What remains recorded at a
@@ -55,8 +55,8 @@
  * recorded because such a trigger follows ours is checked once its row is
  * stored: the companion's WHEN clause moves the record to a second list and
  * returns true, the companion fires at the end of the statement with the
- * row as stored, and ordering.sequence_stored_trigger() looks for the
- * record of that row's (stream, resource, number) there; if there is none,
+ * row as stored, and ordering_internal.sequence_stored_trigger() looks for
+ * the record of that row's (stream, resource, number) there; if there is none,
  * the statement fails (producer.c).  Rows of tables without such a trigger
  * never get there, and their companion's clause stays false.
  *
