@@ -231,7 +231,6 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 \ir definitions/relay/lock_shard_for_relay.sql
 \ir definitions/relay/relay_shards.sql
 \ir definitions/relay/claim_unpublished_on_node.sql
-\ir definitions/relay/mark_published_on_node.sql
 \ir definitions/relay/relay_nodes.sql
 \ir definitions/relay/outbox_lag.sql
 
@@ -309,6 +308,7 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 \ir definitions/check/check_distributed_consumers.sql
 \ir definitions/check/check.sql
 \ir definitions/restore/attachment_restorable.sql
+\ir definitions/restore/older_names.sql
 \ir definitions/restore/pre_restore.sql
 \ir definitions/restore/post_restore.sql
 
@@ -385,3 +385,14 @@ CREATE EVENT TRIGGER ordering_protect_tables ON ddl_command_start
 
 -- The ready outbox is attached like any table: stream "ordering.outbox".
 SELECT ordering.attach('ordering.outbox');
+
+-- A restore (docs/restore.md) of a dump taken at the previous version names
+-- some functions by their older names: in restore mode they have copies
+-- under those names until ordering.post_restore() (older_names.sql).
+DO $$
+BEGIN
+    IF pg_catalog.current_setting('ordering.restoring', true) OPERATOR(pg_catalog.=) 'on' THEN
+        PERFORM ordering_internal.create_older_names();
+    END IF;
+END
+$$;

@@ -18,12 +18,12 @@ BEGIN
         tbl, resource_column, sequence_column, stream, counters::pg_catalog.text);
     EXECUTE pg_catalog.format(
         'CREATE TRIGGER ordering_sequence_stored AFTER INSERT ON %s FOR EACH ROW '
-        'WHEN (ordering.sequence_stored()) '
-        'EXECUTE FUNCTION ordering.sequence_stored_trigger()',
+        'WHEN (ordering_internal.sequence_stored()) '
+        'EXECUTE FUNCTION ordering_internal.sequence_stored_trigger()',
         tbl);
     EXECUTE pg_catalog.format(
         'CREATE TRIGGER ordering_sequence_guard BEFORE UPDATE OR DELETE ON %s FOR EACH ROW '
-        'EXECUTE FUNCTION ordering.sequence_guard(%L, %L, %L)',
+        'EXECUTE FUNCTION ordering_internal.sequence_guard(%L, %L, %L)',
         tbl, resource_column, sequence_column, stream);
 END
 $$;

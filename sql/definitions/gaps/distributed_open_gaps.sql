@@ -1,6 +1,6 @@
 -- The open gaps of the distributed consumers, from every node (on the
 -- coordinator; ordering.open_gaps lists those of the other consumers).
-CREATE OR REPLACE FUNCTION ordering.distributed_open_gaps()
+CREATE OR REPLACE FUNCTION ordering_internal.distributed_open_gaps()
     RETURNS TABLE (nodeid integer, consumer text, resource_id text, missing_from bigint,
                    missing_to bigint, parked_count bigint, first_parked_at timestamptz)
     LANGUAGE plpgsql VOLATILE ROWS 10
@@ -31,6 +31,6 @@ BEGIN
     END LOOP;
 END
 $$;
-COMMENT ON FUNCTION ordering.distributed_open_gaps() IS
+COMMENT ON FUNCTION ordering_internal.distributed_open_gaps() IS
     'Citus: the gaps of the distributed consumers whose oldest parked event is older than ordering.gap_deadline, from every node (nodeid of pg_dist_node); run it on the coordinator';
-REVOKE EXECUTE ON FUNCTION ordering.distributed_open_gaps() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION ordering_internal.distributed_open_gaps() FROM PUBLIC;

@@ -18,7 +18,7 @@ BEGIN
         'ordering_internal.metric_label_set(text[], text[])',
         -- Citus: the distributed consumers' open gaps, listed on every node
         -- (section "Citus: consumers")
-        'EXECUTE ON FUNCTION ordering.distributed_open_gaps(), '
+        'EXECUTE ON FUNCTION ordering_internal.distributed_open_gaps(), '
         'ordering_internal.shard_gaps(double precision, boolean)');
 END
 $$;

@@ -17,8 +17,8 @@ BEGIN
         'ordering.attach(regclass, name, name, text), ordering.detach(regclass), '
         'ordering.wake_relays(regclass, boolean), '
         'ordering_internal.create_sequencing_triggers(regclass, name, name, text), '
-        'ordering.sequence_trigger(), ordering.sequence_stored_trigger(), '
-        'ordering.sequence_guard(), ordering.resource_key(anyelement), '
+        'ordering.sequence_trigger(), ordering_internal.sequence_stored_trigger(), '
+        'ordering_internal.sequence_guard(), ordering.resource_key(anyelement), '
         'ordering.claim_unpublished(integer, boolean, interval), '
         'ordering.wait_for_standbys(interval), '
         'ordering.mark_published(bigint[]), ordering.republish(text, bigint, bigint), '
@@ -33,7 +33,7 @@ BEGIN
         'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint), '
         -- relays of an outbox distributed by Citus
         'ordering.claim_unpublished_on_node(anyelement, integer), '
-        'ordering.mark_published_on_node(regclass, bigint[]), ordering.relay_nodes(regclass)',
+        'ordering.mark_published(regclass, bigint[]), ordering.relay_nodes(regclass)',
         -- the outbox is written by plain SQL (emit, relays, retention)
         'SELECT, INSERT, UPDATE, DELETE ON ordering.outbox',
         'SELECT ON ordering.sequences',
@@ -45,6 +45,6 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ordering.grant_producer(regrole) IS
-    'Grants what a producer and its relays need: emit, next/last_sequence, attach/detach, wake_relays, the relay functions (claim_unpublished, wait_for_standbys, mark_published, republish, purge_published, and for an outbox distributed by Citus claim_unpublished_on_node, mark_published_on_node, relay_nodes), the producer side of reconciliation, and the outbox; read access to the counters and to the registry of attached tables, which only attach() and detach() write';
+    'Grants what a producer and its relays need: emit, next/last_sequence, attach/detach, wake_relays, the relay functions (claim_unpublished, wait_for_standbys, mark_published, republish, purge_published, and for an outbox distributed by Citus claim_unpublished_on_node, mark_published(outbox, ids), relay_nodes), the producer side of reconciliation, and the outbox; read access to the counters and to the registry of attached tables, which only attach() and detach() write';
 -- Granting is for the extension's owner (or a superuser) to do.
 REVOKE EXECUTE ON FUNCTION ordering.grant_producer(regrole) FROM PUBLIC;

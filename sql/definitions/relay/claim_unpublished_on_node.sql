@@ -1,5 +1,8 @@
 -- Relays of an outbox distributed by Citus, on each node that holds its
--- shards (lock_shard_for_relay.sql).
+-- shards (lock_shard_for_relay.sql).  Not an overload of
+-- claim_unpublished(), as mark_published(outbox, ids) is one of
+-- mark_published(): claim_unpublished($1) with an untyped parameter, which
+-- is how lib/pq and node-postgres send one, would then be ambiguous.
 CREATE OR REPLACE FUNCTION ordering.claim_unpublished_on_node(outbox anyelement,
                                                    batch_size integer DEFAULT 100)
     RETURNS SETOF anyelement
