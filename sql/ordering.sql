@@ -336,6 +336,7 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 \ir definitions/privileges/grant_consumer.sql
 \ir definitions/privileges/grant_monitor.sql
 \ir definitions/privileges/grant_operator.sql
+\ir definitions/privileges/renew_privileges.sql
 
 -------------------------------------------------------------------------------
 -- The extension's triggers, and its own outbox attached

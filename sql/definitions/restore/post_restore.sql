@@ -1,6 +1,9 @@
 -- After a restore (docs/restore.md): what a dump of the previous version
 -- gave functions under their older names goes to the functions
--- (older_names.sql), the tables with sequencing triggers and the registry
+-- (older_names.sql), every role that holds a privilege set holds the set
+-- of this version, as after an update (renew_privileges.sql: a dump taken
+-- before 1.3 of a database updated from an older version lacks what the
+-- updates gave), the tables with sequencing triggers and the registry
 -- must agree (pg_restore -j may load the registry after the
 -- tables, and the sequencing trigger does not consult it in restore mode),
 -- every counter is raised to the highest number restored in its table, and
@@ -15,6 +18,7 @@ DECLARE
 BEGIN
     PERFORM ordering_internal.gap_deadline();
     PERFORM ordering_internal.forget_older_names();
+    PERFORM ordering_internal.renew_privileges();
     DELETE FROM ordering.attachments a
      WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
                         WHERE c.oid OPERATOR(pg_catalog.=) a.tbl::pg_catalog.oid);
@@ -89,5 +93,5 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ordering.post_restore() IS
-    'Call after pg_restore: moves what a dump of the previous version gave functions under their older names to the functions, checks that the tables with sequencing triggers and ordering.attachments agree (registering a table whose row was not restored), raises every counter to the highest number restored in its attached table and ends restore mode; safe to call again';
+    'Call after pg_restore: moves what a dump of the previous version gave functions under their older names to the functions, gives every role that holds a privilege set the set of this version, checks that the tables with sequencing triggers and ordering.attachments agree (registering a table whose row was not restored), raises every counter to the highest number restored in its attached table and ends restore mode; safe to call again';
 REVOKE EXECUTE ON FUNCTION ordering.post_restore() FROM PUBLIC;
