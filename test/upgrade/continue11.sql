@@ -62,4 +62,7 @@ SELECT upgrade_check.expect('check() after the update',
 SELECT upgrade_check.expect('check() shows the rows 1.1 numbered under two keys of one numeric',
        (SELECT string_agg(kind || ': ' || detail, '; ') FROM ordering.check()
          WHERE detail LIKE '%upgrade_numeric_outbox%'),
-       'seq_repeated_in_table: table public.upgrade_numeric_outbox (stream ''public.upgrade_numeric_outbox''), resource ''1.5'': 6 rows hold 5 numbers');
+       (SELECT CASE WHEN f.version = '1.1'
+                    THEN 'seq_repeated_in_table: table public.upgrade_numeric_outbox (stream ''public.upgrade_numeric_outbox''), resource ''1.5'': 6 rows hold 5 numbers'
+               END
+          FROM upgrade_check.filled f));
