@@ -309,6 +309,8 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 \ir definitions/check/check.sql
 \ir definitions/restore/attachment_restorable.sql
 \ir definitions/restore/older_names.sql
+\ir definitions/restore/create_older_names.sql
+\ir definitions/restore/forget_older_names.sql
 \ir definitions/restore/pre_restore.sql
 \ir definitions/restore/post_restore.sql
 
@@ -336,6 +338,7 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 \ir definitions/privileges/grant_consumer.sql
 \ir definitions/privileges/grant_monitor.sql
 \ir definitions/privileges/grant_operator.sql
+\ir definitions/privileges/role_initial_privileges.sql
 \ir definitions/privileges/renew_privileges.sql
 
 -------------------------------------------------------------------------------

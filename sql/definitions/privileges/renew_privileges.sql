@@ -24,9 +24,9 @@ CREATE OR REPLACE FUNCTION ordering_internal.renew_privileges()
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    r record;
+    holder record;
 BEGIN
-    FOR r IN
+    FOR holder IN
         SELECT DISTINCT s.ord, s.grant_fn, a.grantee::pg_catalog.regrole AS grantee
           FROM (VALUES (1, 'ordering.grant_producer', 'ordering.attach(regclass, name, name, text)'),
                        (2, 'ordering.grant_consumer', 'ordering.deliver(text, text, bigint, jsonb)'),
@@ -40,30 +40,31 @@ BEGIN
            AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
          ORDER BY s.ord, 3
     LOOP
-        EXECUTE pg_catalog.format('SELECT %s(%L)', r.grant_fn, r.grantee);
+        EXECUTE pg_catalog.format('SELECT %s(%L)', holder.grant_fn, holder.grantee);
     END LOOP;
 
+    -- Only a script's grants land there: after a restore, or a second
+    -- call, there is nothing to change (and only a superuser may).
+    IF NOT EXISTS (SELECT FROM ordering_internal.role_initial_privileges()) THEN
+        RETURN;
+    END IF;
     UPDATE pg_catalog.pg_init_privs i
        SET initprivs = ARRAY(SELECT x.item
                                FROM pg_catalog.unnest(i.initprivs) WITH ORDINALITY AS x(item, n)
                               WHERE (SELECT ae.grantee FROM pg_catalog.aclexplode(ARRAY[x.item]) ae LIMIT 1)
-                                    IN (0, e.extowner)
+                                    IN (0, ri.owner)
                               ORDER BY x.n)
-      FROM pg_catalog.pg_depend d, pg_catalog.pg_extension e
-     WHERE e.extname OPERATOR(pg_catalog.=) 'ordering'
-       AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
-       AND d.refobjid OPERATOR(pg_catalog.=) e.oid
-       AND d.deptype OPERATOR(pg_catalog.=) 'e'
-       AND i.classoid OPERATOR(pg_catalog.=) d.classid
-       AND i.objoid OPERATOR(pg_catalog.=) d.objid
-       AND EXISTS (SELECT FROM pg_catalog.aclexplode(i.initprivs) a
-                    WHERE a.grantee NOT IN (0, e.extowner));
+      FROM ordering_internal.role_initial_privileges() ri
+     WHERE i.classoid OPERATOR(pg_catalog.=) ri.classoid
+       AND i.objoid OPERATOR(pg_catalog.=) ri.objoid
+       AND i.objsubid OPERATOR(pg_catalog.=) ri.objsubid
+       AND NOT ri.schema;
     DELETE FROM pg_catalog.pg_init_privs i
-     USING pg_catalog.pg_extension e
-     WHERE e.extname OPERATOR(pg_catalog.=) 'ordering'
-       AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass
-       AND i.objoid OPERATOR(pg_catalog.=) e.extnamespace
-       AND i.privtype OPERATOR(pg_catalog.=) 'e';
+     USING ordering_internal.role_initial_privileges() ri
+     WHERE i.classoid OPERATOR(pg_catalog.=) ri.classoid
+       AND i.objoid OPERATOR(pg_catalog.=) ri.objoid
+       AND i.objsubid OPERATOR(pg_catalog.=) ri.objsubid
+       AND ri.schema;
 END
 $$;
 COMMENT ON FUNCTION ordering_internal.renew_privileges() IS
