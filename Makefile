@@ -61,11 +61,16 @@ OBJS = \
 	src/common/triggers.o \
 	src/common/sha256.o
 
-# Installing the default version runs the 1.0 script, then every upgrade
-# script after it: a fresh install and an upgraded one are built by the same
-# statements.
-DATA = sql/ordering--1.0.sql sql/ordering--1.0--1.1.sql sql/ordering--1.1--1.2.sql \
-	sql/ordering--1.2--1.3.sql
+# The extension's SQL (sql/README.md): the scripts of released versions as
+# they were released, and the install script of the current version and
+# the update script being written, which make builds from sql/ordering.sql
+# and sql/ordering--A--B.sql.in: their "\\ir" lines include the one
+# definition of each function and view in sql/definitions/.  A fresh
+# install runs the current script alone.
+DEFINITIONS = $(wildcard sql/definitions/*/*.sql)
+UPDATES_built = $(patsubst %.sql.in,%.sql,$(wildcard sql/ordering--*--*.sql.in))
+DATA_built = sql/ordering--$(EXTVERSION).sql $(UPDATES_built)
+DATA = $(filter-out $(DATA_built),$(wildcard sql/ordering--*.sql))
 
 REGRESS = producer producer_sql bulk_producers restore_mode restore_sweep consumer dead_letters dead_letters_below \
 	gaps stats observability metrics search_path gaps_search_path privileges public_functions hot_paths bad_input reconcile \
@@ -118,6 +123,14 @@ installcheck-isolation: output_iso/specs
 
 installcheck-tap:
 	$(prove_installcheck)
+
+sql/ordering--$(EXTVERSION).sql: sql/ordering.sql sql/include.awk $(DEFINITIONS)
+	awk -f sql/include.awk $< >$@.tmp && mv $@.tmp $@
+
+# PGXS has a rule for %.sql.in too (it substitutes MODULE_PATHNAME); make
+# picks this one, whose stem is shorter.
+sql/%.sql: sql/%.sql.in sql/include.awk $(DEFINITIONS)
+	awk -f sql/include.awk $< >$@.tmp && mv $@.tmp $@
 
 output_iso/specs:
 	mkdir -p output_iso

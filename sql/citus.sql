@@ -26,9 +26,9 @@ CREATE TRIGGER ordering_sequence BEFORE INSERT ON copied_trigger_102008 FOR EACH
   EXECUTE FUNCTION ordering.sequence_trigger('resource_id', 'seq', 'citus-copied',
                                              'ordering_internal.sequences_0123456789abcdef');
 CREATE TRIGGER ordering_sequence_stored AFTER INSERT ON copied_trigger_102008 FOR EACH ROW
-  WHEN (ordering.sequence_stored()) EXECUTE FUNCTION ordering.sequence_stored_trigger();
+  WHEN (ordering_internal.sequence_stored()) EXECUTE FUNCTION ordering_internal.sequence_stored_trigger();
 CREATE TRIGGER ordering_sequence_guard BEFORE UPDATE OR DELETE ON copied_trigger_102008 FOR EACH ROW
-  EXECUTE FUNCTION ordering.sequence_guard('resource_id', 'seq', 'citus-copied');
+  EXECUTE FUNCTION ordering_internal.sequence_guard('resource_id', 'seq', 'citus-copied');
 INSERT INTO copied_trigger_102008 (resource_id) VALUES ('r');
 \echo :LAST_ERROR_SQLSTATE
 COPY copied_trigger_102008 (resource_id) FROM stdin;
@@ -70,7 +70,7 @@ DROP TABLE copied_trigger_102008;
 -- and a claim wants a row of the outbox's type.
 SELECT * FROM ordering.claim_unpublished_on_node(NULL::ordering.outbox, 10);
 \echo :LAST_ERROR_SQLSTATE
-SELECT ordering.mark_published_on_node('ordering.outbox', ARRAY[1::bigint]);
+SELECT ordering.mark_published('ordering.outbox', ARRAY[1::bigint]);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM ordering.relay_nodes('ordering.outbox');
 \echo :LAST_ERROR_SQLSTATE
@@ -98,7 +98,7 @@ SELECT ordering.grant_producer('regress_citus_producer');
 SELECT p::regprocedure AS function,
        has_function_privilege('regress_citus_producer', p, 'EXECUTE') AS producer_may
   FROM unnest(ARRAY['ordering.claim_unpublished_on_node(anyelement, integer)',
-                    'ordering.mark_published_on_node(regclass, bigint[])',
+                    'ordering.mark_published(regclass, bigint[])',
                     'ordering.relay_nodes(regclass)']::regprocedure[]) p;
 CREATE TABLE citus_local_outbox (id serial, resource_id text, seq bigint);
 ALTER TABLE citus_local_outbox OWNER TO regress_citus_producer;

@@ -35,7 +35,7 @@ SELECT ordering_internal.distributed_consumer_table('billing', '_positions') IS 
 -- cluster's parts of the gaps and of check() are empty.
 SELECT * FROM ordering.deliver('billing', 'r1', 2, '{"n": 2}');
 SELECT * FROM ordering.deliver('billing', 'r1', 1, '{"n": 1}');
-SELECT * FROM ordering.distributed_open_gaps();
+SELECT * FROM ordering_internal.distributed_open_gaps();
 SELECT * FROM ordering_internal.check_distributed_consumers(100, NULL);
 SELECT ordering_internal.shard_gaps(60, true) AS this_nodes_part;
 
@@ -77,7 +77,7 @@ SELECT ordering.grant_operator('regress_cc_operator');
 GRANT EXECUTE ON FUNCTION try_call(text) TO PUBLIC;
 CREATE TEMP TABLE cc_calls (n int, call text, q text);
 INSERT INTO cc_calls VALUES
-    (1, 'list', $$SELECT * FROM ordering.distributed_open_gaps()$$),
+    (1, 'list', $$SELECT * FROM ordering_internal.distributed_open_gaps()$$),
     (2, 'list a node', $$SELECT ordering_internal.shard_gaps(60, false)$$),
     (3, 'sweep a node', $$SELECT ordering_internal.shard_gaps(60, true)$$),
     (4, 'check', $$SELECT * FROM ordering_internal.check_distributed_consumers(100, NULL)$$),

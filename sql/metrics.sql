@@ -93,7 +93,7 @@ SELECT source, pg_temp.plan_jits(ordering_internal.metric_source_query(source)) 
 SELECT oid::regprocedure, proconfig @> '{jit=off}' AS jit_off
   FROM pg_proc WHERE oid IN ('ordering.metrics()'::regprocedure,
                              'ordering_internal.metric_samples(text)'::regprocedure)
- ORDER BY 1::text;
+ ORDER BY oid::regprocedure::text COLLATE "C";
 -- the queries of the exporter's blocks, which cannot set jit
 SELECT block, pg_temp.plan_jits(query) AS jits
   FROM ordering_internal.exporter_block_queries();

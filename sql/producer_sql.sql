@@ -166,11 +166,11 @@ SELECT ordering.last_sequence('public.ev', 'r');
 SET track_functions = 'all';
 BEGIN;
 INSERT INTO ev (event_key, resource_id) VALUES ('k14', 'r');
-SELECT coalesce(pg_stat_get_xact_function_calls('ordering.sequence_stored'::regproc), 0)
+SELECT coalesce(pg_stat_get_xact_function_calls('ordering_internal.sequence_stored'::regproc), 0)
     AS companion_calls;
 INSERT INTO ev (event_key, resource_id) VALUES ('k15', 'r'), ('k1', 'r')
     ON CONFLICT (event_key) DO NOTHING;
-SELECT coalesce(pg_stat_get_xact_function_calls('ordering.sequence_stored'::regproc), 0)
+SELECT coalesce(pg_stat_get_xact_function_calls('ordering_internal.sequence_stored'::regproc), 0)
     AS companion_calls;
 COMMIT;
 RESET track_functions;

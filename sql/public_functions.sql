@@ -85,8 +85,8 @@ INSERT INTO pf_calls VALUES
    $$SELECT ordering_internal.check_distributed_consumers(100, 10)$$),
   ('ordering_internal.distributed_consumer_table(text, text)',
    $$SELECT ordering_internal.distributed_consumer_table('billing', '_positions')$$),
-  ('ordering.sequence_stored()',
-   $$SELECT ordering.sequence_stored()$$),
+  ('ordering_internal.sequence_stored()',
+   $$SELECT ordering_internal.sequence_stored()$$),
   ('ordering.resource_key(anyelement)',
    $$SELECT ordering.resource_key(42)$$);
 

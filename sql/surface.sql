@@ -11,10 +11,10 @@ SELECT p.oid::regprocedure AS function, pg_get_function_result(p.oid) AS result
  WHERE p.pronamespace = 'ordering'::regnamespace
  ORDER BY p.oid::regprocedure::text COLLATE "C";
 
--- Functions that PUBLIC may execute, in both schemas: each says why in the
--- install script (it reads only the catalog or nothing, does only what its
--- caller may do anyway, or checks the caller's rights itself).  Every other
--- function needs EXECUTE from one of the grant sets.
+-- Functions that PUBLIC may execute, in both schemas: each says why in its
+-- definition (sql/definitions/): it reads only the catalog or nothing, does
+-- only what its caller may do anyway, or checks the caller's rights itself.
+-- Every other function needs EXECUTE from one of the grant sets.
 SELECT p.oid::regprocedure AS executable_by_public
   FROM pg_proc p
  WHERE p.pronamespace IN ('ordering'::regnamespace, 'ordering_internal'::regnamespace)
@@ -34,12 +34,14 @@ SELECT p.oid::regprocedure AS not_a_member_or_without_comment
 
 -- No SQL or PL/pgSQL function of the extension calls a function of either
 -- schema by a name that is not there (a caller left behind when a function
--- moved).
+-- moved), but for the list of the names that moved, which restores of a
+-- dump of the previous version use (ordering_internal.older_names()).
 SELECT p.oid::regprocedure AS caller, m[1] || '.' || m[2] AS calls_missing
   FROM pg_proc p
  CROSS JOIN LATERAL regexp_matches(p.prosrc, '(ordering(?:_internal)?)\.([a-z_]+)\(', 'g') m
  WHERE p.pronamespace IN ('ordering'::regnamespace, 'ordering_internal'::regnamespace)
    AND p.prolang IN (SELECT oid FROM pg_language WHERE lanname IN ('sql', 'plpgsql'))
+   AND p.oid <> 'ordering_internal.older_names()'::regprocedure
    AND NOT EXISTS (SELECT FROM pg_proc q
                     WHERE q.pronamespace = m[1]::regnamespace AND q.proname = m[2])
  ORDER BY p.oid::regprocedure::text COLLATE "C", 2;
@@ -51,7 +53,10 @@ SELECT f, to_regprocedure(f) IS NULL AS gone
                     'ordering.metric_label_value(text)',
                     'ordering.deliver(text, text, bigint, jsonb, regprocedure)',
                     'ordering.grant_privileges(regrole, text[])',
-                    'ordering.consumer_statistics()', 'ordering.gap_deadline()']) f;
+                    'ordering.consumer_statistics()', 'ordering.gap_deadline()',
+                    'ordering.sequence_stored()', 'ordering.sequence_stored_trigger()',
+                    'ordering.sequence_guard()', 'ordering.distributed_open_gaps()',
+                    'ordering.mark_published_on_node(regclass, bigint[])']) f;
 
 -------------------------------------------------------------------------------
 -- One deliver() through a handler: every call the contract and the README

@@ -7,7 +7,7 @@
 #                               valgrind: regress + isolation under memcheck,
 #                               monitoring: rules and dashboard against Prometheus,
 #                               examples: the client examples in examples/,
-#                               upgrade: 1.0 and 1.1 filled, then updated
+#                               upgrade: 1.0, 1.1 and 1.2 filled, then updated
 #                               (test/upgrade.sh),
 #                               package: the Debian package built, checked with
 #                               lintian, unpacked into a sandbox and tested

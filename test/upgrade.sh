@@ -6,34 +6,47 @@
 #
 #   bash test/upgrade.sh
 #
-# 1. For each released version, 1.0 (commit $V10_COMMIT) and 1.1 (commit
-#    $V11_COMMIT): builds it from the git history and installs it into a
-#    private copy of PostgreSQL; starts a server of its own (library
-#    preloaded), creates the extension at that version in two databases and
-#    fills one: test/upgrade/fill.sql (counters of the outbox and of an
-#    attached table, next_sequence-only streams, published and unpublished
-#    outbox rows, positions, parked events, gap requests) and, for 1.1,
-#    test/upgrade/fill11.sql (dead letters with the blocks and attempts,
-#    batch consumers, a detached table with a stream of its own, a table
-#    with the relay wake-up, what reconciliation sees); each records what
-#    must survive.  Without the git history it says so and uses the current
-#    build's library with the old version's SQL.
+# 1. For each released version, 1.0 (commit $V10_COMMIT), 1.1 (commit
+#    $V11_COMMIT) and 1.2 (commit $V12_COMMIT): builds it from the git
+#    history and installs it into a private copy of PostgreSQL; starts a
+#    server of its own (library preloaded), creates the extension at that
+#    version in two databases and fills one: test/upgrade/fill.sql
+#    (counters of the outbox and of an attached table, next_sequence-only
+#    streams, published and unpublished outbox rows, positions, parked
+#    events, gap requests) and, from 1.1 on, test/upgrade/fill11.sql (dead
+#    letters with the blocks and attempts, batch consumers, a detached
+#    table with a stream of its own, a table with the relay wake-up, what
+#    reconciliation sees); each records what must survive.  fill.sql also
+#    gives a role each privilege set, in a database of its own.  Without
+#    the git history it says so and uses the current build's library with
+#    the old version's SQL.  Of the previous version (1.2) it takes dumps
+#    (custom and plain) of the filled database, of the roles' database, and
+#    of a database created at 1.0, given the sets there and updated to 1.2.
 # 2. Installs the current build into the same copy, starts the servers
 #    again, runs ALTER EXTENSION ordering UPDATE in every database, and
 #    checks that every row survived and that producing and consuming
-#    continue (test/upgrade/verify.sql; for 1.1 also verify11.sql and
-#    continue11.sql).
+#    continue (test/upgrade/verify.sql; from 1.1 on also verify11.sql and
+#    continue11.sql), and that the roles work (roles.sql).
 # 3. Compares the schema of each updated database with a fresh CREATE
 #    EXTENSION (test/upgrade/schema.sql: every object of the extension and
 #    what defines it, without OIDs): they must be the same.
-# 4. Runs the regression suite (REGRESS of the Makefile) with pg_regress
+# 4. Privileges: what each role holds after the update must be what a new
+#    install with the same grant_* calls gives (test/upgrade/privileges.sql),
+#    and still after a dump (custom, plain, directory with pg_restore -j)
+#    and the documented restore (docs/restore.md), before and after
+#    ordering.post_restore().
+# 5. The dumps of the previous version restore into the current one as
+#    docs/restore.md says: the filled database then has the schema of a new
+#    install, its state, and producing and consuming continue (verify*.sql);
+#    the roles hold what a new install gives them.
+# 6. Runs the regression suite (REGRESS of the Makefile) with pg_regress
 #    --use-existing against each version's other database, created at that
 #    version and updated.
 #
 # 1.0 builds on PostgreSQL 15 only (src/compat.h lists the APIs that changed
-# after it): elsewhere only 1.1 is updated, saying so.  Depends only on
-# "old version, then UPDATE", not on what the upgrade scripts do.  Exits
-# non-zero on any failure and keeps its sandbox for a look.
+# after it): elsewhere only 1.1 and 1.2 are updated, saying so.  Depends
+# only on "old version, then UPDATE", not on what the update scripts do.
+# Exits non-zero on any failure and keeps its sandbox for a look.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,15 +55,21 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 V10_COMMIT=01fa343
 V11_COMMIT=364b7e8
+V12_COMMIT=b268888
+# the version before the current one: its dumps restore into the current one
+PREVIOUS=1.2
 REGRESS_DB=contrib_regression
 STATE_DB=upgrade_state
+ROLES_DB=upgrade_roles
 FRESH_DB=upgrade_fresh
+FRESH_ROLES_DB=upgrade_roles_fresh
 DAMAGED_DB=upgrade_damaged
+VIA10_DB=upgrade_roles_via10
 
 if [ "$PG_MAJOR" = 15 ]; then
-	versions="1.0 1.1"
+	versions="1.0 1.1 1.2"
 else
-	versions="1.1"
+	versions="1.1 1.2"
 	echo "upgrade: 1.0 is not updated: it builds only on PostgreSQL 15, this is $PG_MAJOR"
 fi
 ensure_packages $(pg_packages) make gcc libc6-dev git
@@ -66,6 +85,7 @@ commit_of() {
 	case "$1" in
 		1.0) echo "$V10_COMMIT" ;;
 		1.1) echo "$V11_COMMIT" ;;
+		1.2) echo "$V12_COMMIT" ;;
 	esac
 }
 # One server per released version: its data directory, socket and log.
@@ -102,6 +122,61 @@ psql_db() {
 
 git_here() {
 	git -c safe.directory="$here" -C "$here" "$@"
+}
+
+# The privileges of fill.sql's roles in a database, one line each
+# (test/upgrade/privileges.sql).
+privileges() {
+	psql_db "$1" "$2" -f "$SANDBOX/src/test/upgrade/privileges.sql"
+}
+
+# Compares the privileges of fill.sql's roles in a database with a new
+# install's ($FRESH_ROLES_DB of that server): they must be the same.
+same_privileges() {
+	local v=$1 db=$2 what=$3 out
+	out=$SANDBOX/privileges-$v-$db.txt
+	privileges "$v" "$db" >"$out"
+	if ! diff -u --label "new install" --label "$what" "$SANDBOX/privileges-$v-fresh.txt" "$out"; then
+		echo "upgrade: the roles' privileges in $what differ from a new install's (above)" >&2
+		false
+	fi
+}
+
+# Restores a dump into a new database as docs/restore.md says: restore mode
+# on, pg_restore (--exit-on-error; -j 2 for the custom and directory
+# formats) or psql (--single-transaction, ON_ERROR_STOP), and, unless the
+# fourth argument says "before", ordering.post_restore().
+restore_dump() {
+	local v=$1 db=$2 dump=$3 step=${4:-}
+	psql_db "$v" postgres -c "CREATE DATABASE $db TEMPLATE template0" \
+		-c "ALTER DATABASE $db SET ordering.restoring = on" >/dev/null
+	case "$dump" in
+		*.sql)
+			psql_db "$v" "$db" --single-transaction -f "$dump" >/dev/null ;;
+		*)
+			as_postgres pg_restore -h "$(sock "$v")" --exit-on-error -j 2 -d "$db" "$dump" ;;
+	esac
+	if [ "$step" != before ]; then
+		psql_db "$v" "$db" -Atc "SELECT ordering.post_restore()" >/dev/null
+	fi
+}
+
+# The state fill.sql (and fill11.sql) recorded survived, and producing and
+# consuming go on (from 1.1 on, the 1.1 features too).
+verify_state() {
+	local v=$1 db=$2
+	if [ "$v" != 1.0 ]; then
+		psql_db "$v" "$db" -P footer=off -f "$SANDBOX/src/test/upgrade/verify11.sql"
+	fi
+	psql_db "$v" "$db" -P footer=off -f "$SANDBOX/src/test/upgrade/verify.sql"
+	if [ "$v" != 1.0 ]; then
+		psql_db "$v" "$db" -P footer=off -f "$SANDBOX/src/test/upgrade/continue11.sql"
+	fi
+}
+
+dump_db() {
+	local v=$1 db=$2 format=$3 file=$4
+	as_postgres pg_dump -h "$(sock "$v")" -F "$format" -f "$file" "$db"
 }
 
 # 1. Each released version, filled
@@ -147,8 +222,24 @@ for v in $versions; do
 		psql_db "$v" "$db" -c "CREATE EXTENSION ordering VERSION '$v'"
 	done
 	psql_db "$v" "$STATE_DB" -f "$SANDBOX/src/test/upgrade/fill.sql" >/dev/null
-	if [ "$v" = 1.1 ]; then
+	if [ "$v" != 1.0 ]; then
 		psql_db "$v" "$STATE_DB" -f "$SANDBOX/src/test/upgrade/fill11.sql" >/dev/null
+	fi
+	if [ "$v" = "$PREVIOUS" ]; then
+		# the roles given their sets at 1.0 and updated to this version,
+		# whose updates granted them the new objects: the case where a
+		# dump of this version lacks privileges (post_restore() gives
+		# them back)
+		psql_db "$v" postgres -c "CREATE DATABASE $VIA10_DB TEMPLATE template0" >/dev/null
+		psql_db "$v" "$VIA10_DB" -c "CREATE EXTENSION ordering VERSION '1.0'" \
+			-c "SELECT ordering.grant_producer('upgrade_producer'), ordering.grant_consumer('upgrade_consumer'),
+			           ordering.grant_monitor('upgrade_monitor'), ordering.grant_operator('upgrade_operator')" \
+			-c "ALTER EXTENSION ordering UPDATE" >/dev/null
+		for db in "$STATE_DB" "$ROLES_DB" "$VIA10_DB"; do
+			dump_db "$v" "$db" c "$SANDBOX/dump-$v-$db.custom"
+			dump_db "$v" "$db" p "$SANDBOX/dump-$v-$db.sql"
+		done
+		echo "upgrade: dumps of $v taken"
 	fi
 	if [ "$v" = 1.1 ]; then
 		# a column added to ordering.positions and dropped again, which 1.1
@@ -169,7 +260,7 @@ if [ "$from_history" -eq 1 ]; then
 fi
 for v in $versions; do
 	server "$v" start
-	for db in "$STATE_DB" "$REGRESS_DB"; do
+	for db in "$STATE_DB" "$REGRESS_DB" "$ROLES_DB"; do
 		psql_db "$v" "$db" -c "ALTER EXTENSION ordering UPDATE"
 		got=$(psql_db "$v" "$db" -Atc "SELECT extversion FROM pg_extension WHERE extname = 'ordering'")
 		if [ "$got" != "$cur_version" ]; then
@@ -177,7 +268,7 @@ for v in $versions; do
 			false
 		fi
 	done
-	echo "upgrade: both databases updated from $v to $cur_version"
+	echo "upgrade: the databases updated from $v to $cur_version"
 done
 
 # A 1.1 database whose ordering.positions had a column added and dropped
@@ -222,16 +313,61 @@ done
 # The state survived, and producing and consuming go on.
 for v in $versions; do
 	echo "upgrade: the state filled at $v"
-	if [ "$v" = 1.1 ]; then
-		psql_db "$v" "$STATE_DB" -P footer=off -f "$SANDBOX/src/test/upgrade/verify11.sql"
-	fi
-	psql_db "$v" "$STATE_DB" -P footer=off -f "$SANDBOX/src/test/upgrade/verify.sql"
-	if [ "$v" = 1.1 ]; then
-		psql_db "$v" "$STATE_DB" -P footer=off -f "$SANDBOX/src/test/upgrade/continue11.sql"
-	fi
+	verify_state "$v" "$STATE_DB"
+	psql_db "$v" "$ROLES_DB" -P footer=off -f "$SANDBOX/src/test/upgrade/roles.sql"
 done
 
-# 4. The regression suite on each database created at an old version
+# 4. Privileges: each role holds what a new install with the same grant_*
+# calls gives it, after the update and after a dump and a restore, in
+# every format, before ordering.post_restore() (the dump carries them) and
+# after it.
+for v in $versions; do
+	psql_db "$v" postgres -c "CREATE DATABASE $FRESH_ROLES_DB TEMPLATE template0" >/dev/null
+	psql_db "$v" "$FRESH_ROLES_DB" -c "CREATE EXTENSION ordering" \
+		-c "SELECT ordering.grant_producer('upgrade_producer'), ordering.grant_consumer('upgrade_consumer'),
+		           ordering.grant_monitor('upgrade_monitor'), ordering.grant_operator('upgrade_operator')" >/dev/null
+	privileges "$v" "$FRESH_ROLES_DB" >"$SANDBOX/privileges-$v-fresh.txt"
+	same_privileges "$v" "$ROLES_DB" "$ROLES_DB updated from $v"
+	for format in custom plain directory; do
+		case "$format" in
+			custom) file=$SANDBOX/dump-roles-$v.custom; dump_db "$v" "$ROLES_DB" c "$file" ;;
+			plain) file=$SANDBOX/dump-roles-$v.sql; dump_db "$v" "$ROLES_DB" p "$file" ;;
+			directory) file=$SANDBOX/dump-roles-$v.dir; dump_db "$v" "$ROLES_DB" d "$file" ;;
+		esac
+		restore_dump "$v" "${ROLES_DB}_$format" "$file" before
+		same_privileges "$v" "${ROLES_DB}_$format" "$ROLES_DB updated from $v, dumped ($format) and restored"
+		psql_db "$v" "${ROLES_DB}_$format" -Atc "SELECT ordering.post_restore()" >/dev/null
+		same_privileges "$v" "${ROLES_DB}_$format" "$ROLES_DB updated from $v, dumped ($format), restored and post_restore()"
+	done
+	echo "upgrade: the roles given their sets at $v hold what a new install gives them, updated, dumped and restored"
+done
+
+# 5. The dumps taken at the previous version restore into this one.
+if [ "$from_history" -eq 1 ] && [[ " $versions " == *" $PREVIOUS "* ]]; then
+	v=$PREVIOUS
+	for format in custom sql; do
+		db=${STATE_DB}_from_${v//./}_$format
+		restore_dump "$v" "$db" "$SANDBOX/dump-$v-$STATE_DB.$format"
+		out=$SANDBOX/schema-$db.txt
+		psql_db "$v" "$db" -f "$SANDBOX/src/test/upgrade/schema.sql" >"$out"
+		if ! diff -u --label "fresh install" --label "$db (a dump of $v restored)" \
+			"$SANDBOX/schema-fresh.txt" "$out"; then
+			echo "upgrade: a dump of $v restored ($format) differs from a fresh install (above)" >&2
+			false
+		fi
+		verify_state "$v" "$db"
+		db=${ROLES_DB}_from_${v//./}_$format
+		restore_dump "$v" "$db" "$SANDBOX/dump-$v-$ROLES_DB.$format"
+		same_privileges "$v" "$db" "$ROLES_DB dumped at $v ($format) and restored"
+		psql_db "$v" "$db" -P footer=off -f "$SANDBOX/src/test/upgrade/roles.sql" >/dev/null
+		db=${VIA10_DB}_from_${v//./}_$format
+		restore_dump "$v" "$db" "$SANDBOX/dump-$v-$VIA10_DB.$format"
+		same_privileges "$v" "$db" "$VIA10_DB (1.0, updated to $v) dumped ($format) and restored"
+	done
+	echo "upgrade: dumps of $v (custom with pg_restore -j, plain) restored: the schema of a new install, the state, producing and consuming go on, the roles' privileges"
+fi
+
+# 6. The regression suite on each database created at an old version
 regress=$(test_list regress "$SANDBOX/src")
 pgxs_dir=$(dirname "$("$PG_CONFIG_SYSTEM" --pgxs)")
 for v in $versions; do

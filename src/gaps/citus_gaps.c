@@ -126,7 +126,7 @@ shard_group_gaps(const char *tag, const CitusTable *table,
 
 /*
  * Check that the caller may sweep gaps: the monitoring set runs
- * shard_gaps() to list them (ordering.distributed_open_gaps()), the sweep
+ * shard_gaps() to list them (ordering_internal.distributed_open_gaps()), the sweep
  * is for those who may run ordering.sweep_gaps().
  */
 static void

@@ -105,12 +105,13 @@ trigger_fns_callback(Datum arg, int cacheid, uint32 hashvalue)
 }
 
 /*
- * The OID of a function of ours taking no arguments, or InvalidOid.
+ * The OID of a function of ours taking no arguments, in schema "nsp", or
+ * InvalidOid.
  */
 static Oid
-our_function(const char *name)
+our_function(const char *nsp, const char *name)
 {
-	List	   *names = list_make1(makeString("ordering"));
+	List	   *names = list_make1(makeString((char *) nsp));
 
 	names = lappend(names, makeString((char *) name));
 	return LookupFuncName(names, 0, NULL, true);
@@ -132,8 +133,8 @@ lookup_trigger_fns(void)
 		CacheRegisterSyscacheCallback(PROCOID, trigger_fns_callback, (Datum) 0);
 		callback_registered = true;
 	}
-	sequence_trigger_fn = our_function("sequence_trigger");
-	sequence_stored_fn = our_function("sequence_stored_trigger");
+	sequence_trigger_fn = our_function("ordering", "sequence_trigger");
+	sequence_stored_fn = our_function("ordering_internal", "sequence_stored_trigger");
 	trigger_fns_known = true;
 }
 
@@ -176,7 +177,7 @@ static void
 check_companions(Relation rel, Trigger *trigger)
 {
 	Oid			stored;
-	Oid			guard = our_function("sequence_guard");
+	Oid			guard = our_function("ordering_internal", "sequence_guard");
 	bool		has_stored = false;
 	bool		has_guard = false;
 
@@ -462,7 +463,7 @@ find_sequencing_trigger(Relation rel)
 
 /*
  * The sequencing trigger of a relation whose companion fired
- * (ordering.sequence_stored_trigger()); an error if it has none.
+ * (ordering_internal.sequence_stored_trigger()); an error if it has none.
  */
 Trigger *
 attached_sequencing_trigger(Relation rel)

@@ -43,7 +43,7 @@ static const TriggerProtocol sequence_trigger_protocol = {
 };
 
 static const TriggerProtocol sequence_guard_protocol = {
-	"ordering.sequence_guard()", TRIGGER_EVENT_UPDATE, true, 2, 3,
+	"ordering_internal.sequence_guard()", TRIGGER_EVENT_UPDATE, true, 2, 3,
 	"(resource_column, sequence_column [, stream])",
 	"Use ordering.attach() to install it."
 };
@@ -372,7 +372,7 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 }
 
 /*
- * ordering.sequence_stored() returns boolean: the WHEN clause of the
+ * ordering_internal.sequence_stored() returns boolean: the WHEN clause of the
  * companion AFTER INSERT trigger.  Evaluated right after a row is stored:
  * its number is no longer provisional, and counts as assigned.  False, so
  * that no trigger event is queued, except for a row that a later BEFORE
@@ -412,13 +412,13 @@ check_companion_protocol(FunctionCallInfo fcinfo)
 		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("ordering.sequence_stored_trigger() must be fired AFTER INSERT FOR EACH ROW"),
-				 errdetail("It is created by ordering.attach() with the WHEN clause ordering.sequence_stored()."),
+				 errmsg("ordering_internal.sequence_stored_trigger() must be fired AFTER INSERT FOR EACH ROW"),
+				 errdetail("It is created by ordering.attach() with the WHEN clause ordering_internal.sequence_stored()."),
 				 errhint("Use ordering.attach() to install it.")));
 }
 
 /*
- * ordering.sequence_stored_trigger(): the function of the companion
+ * ordering_internal.sequence_stored_trigger(): the function of the companion
  * trigger, fired only for a stored row that a later BEFORE trigger may have
  * changed (its WHEN clause says which): the row must carry the resource and
  * number our trigger handed out (README.md).
@@ -488,9 +488,9 @@ arm_moving(FmgrInfo *flinfo, TriggerData *trigdata)
 }
 
 /*
- * ordering.sequence_guard(): BEFORE UPDATE OR DELETE FOR EACH ROW: keeps a
- * sequenced row's resource and number, and lets a row that an UPDATE moves
- * to another partition keep its number (README.md).
+ * ordering_internal.sequence_guard(): BEFORE UPDATE OR DELETE FOR EACH ROW:
+ * keeps a sequenced row's resource and number, and lets a row that an UPDATE
+ * moves to another partition keep its number (README.md).
  */
 Datum
 ordering_sequence_guard(PG_FUNCTION_ARGS)

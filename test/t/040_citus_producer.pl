@@ -19,7 +19,7 @@
 # Then the workload: pgbench producers through the coordinator and on a
 # worker (10% rollbacks, transactions that write two resources, most often on
 # two workers: two-phase commit), and relays on every node that holds shards
-# (claim_unpublished_on_node, mark_published_on_node), during a logical move,
+# (claim_unpublished_on_node, mark_published(outbox, ids)), during a logical move,
 # a block_writes move, a blocking split, a non-blocking split whose children
 # are on another node (the documented way: docs/citus.md), a rebalance onto a
 # third node and a drain.  After each operation numbering continues where it
@@ -157,9 +157,9 @@ sub sequencing_triggers
 	CREATE TRIGGER ordering_sequence BEFORE INSERT ON $table FOR EACH ROW
 	  EXECUTE FUNCTION ordering.sequence_trigger('resource_id', 'seq', '$stream', '$counters');
 	CREATE TRIGGER ordering_sequence_stored AFTER INSERT ON $table FOR EACH ROW
-	  WHEN (ordering.sequence_stored()) EXECUTE FUNCTION ordering.sequence_stored_trigger();
+	  WHEN (ordering_internal.sequence_stored()) EXECUTE FUNCTION ordering_internal.sequence_stored_trigger();
 	CREATE TRIGGER ordering_sequence_guard BEFORE UPDATE OR DELETE ON $table FOR EACH ROW
-	  EXECUTE FUNCTION ordering.sequence_guard('resource_id', 'seq', '$stream');};
+	  EXECUTE FUNCTION ordering_internal.sequence_guard('resource_id', 'seq', '$stream');};
 }
 
 # the trigger of a distributed stream copied onto a local table
@@ -453,7 +453,7 @@ PostgreSQL::Test::Utils::append_to_file($relay, q{
 BEGIN;
 WITH c AS (SELECT * FROM ordering.claim_unpublished_on_node(NULL::events, 50)),
      l AS (INSERT INTO relay_log SELECT c.id, c.resource_id, c.seq FROM c)
-SELECT ordering.mark_published_on_node('events', ARRAY(SELECT c.id FROM c));
+SELECT ordering.mark_published('events', ARRAY(SELECT c.id FROM c));
 COMMIT;
 });
 # Producers and relays are roles of their own, with the rights
@@ -476,7 +476,7 @@ sub grant_roles
 		SELECT ordering.grant_producer('producer');
 		SELECT ordering.grant_producer('relay');
 		GRANT EXECUTE ON FUNCTION ordering.claim_unpublished_on_node(anyelement, integer),
-		      ordering.mark_published_on_node(regclass, bigint[]),
+		      ordering.mark_published(regclass, bigint[]),
 		      ordering.relay_nodes(regclass) TO relay;
 	});
 	return;

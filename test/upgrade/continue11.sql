@@ -53,6 +53,21 @@ SELECT upgrade_check.expect('wake-up table: w-1 continues',
 SELECT upgrade_check.expect('wake-up table: the wake-up is still on',
        (SELECT wake_relays FROM ordering.attachments WHERE tbl = 'upgrade_woken'::regclass), true);
 
+-- The partitioned table numbers on in each partition; the triggers of
+-- upgrade_always are still ENABLE ALWAYS, with their comments.
+WITH i AS (INSERT INTO upgrade_parts (resource_id, part) VALUES ('p', 2), ('p', 1) RETURNING seq)
+SELECT upgrade_check.expect('partitioned table: p continues',
+       (SELECT string_agg(seq::text, ',' ORDER BY seq) FROM i), '4,5');
+SELECT upgrade_check.expect('ENABLE ALWAYS triggers: as they were, with their comments',
+       (SELECT string_agg(t.tgname || ' ' || t.tgenabled::text || ' ' || obj_description(t.oid, 'pg_trigger'),
+                          ', ' ORDER BY t.tgname)
+          FROM pg_trigger t WHERE t.tgrelid = 'upgrade_always'::regclass),
+       'ordering_sequence A kept: ordering_sequence, '
+       'ordering_sequence_guard A kept: ordering_sequence_guard, '
+       'ordering_sequence_stored A kept: ordering_sequence_stored');
+WITH i AS (INSERT INTO upgrade_always (resource_id) VALUES ('a') RETURNING seq)
+SELECT upgrade_check.expect('ENABLE ALWAYS triggers: a continues', (SELECT seq FROM i), 3::bigint);
+
 -- The self-check finds nothing wrong in what the update left, but what
 -- docs/resource-keys.md says it shows: the rows 1.1 numbered under two keys
 -- that 1.2 keys as one (1.50 and 1.5) hold a number twice.
@@ -62,4 +77,7 @@ SELECT upgrade_check.expect('check() after the update',
 SELECT upgrade_check.expect('check() shows the rows 1.1 numbered under two keys of one numeric',
        (SELECT string_agg(kind || ': ' || detail, '; ') FROM ordering.check()
          WHERE detail LIKE '%upgrade_numeric_outbox%'),
-       'seq_repeated_in_table: table public.upgrade_numeric_outbox (stream ''public.upgrade_numeric_outbox''), resource ''1.5'': 6 rows hold 5 numbers');
+       (SELECT CASE WHEN f.version = '1.1'
+                    THEN 'seq_repeated_in_table: table public.upgrade_numeric_outbox (stream ''public.upgrade_numeric_outbox''), resource ''1.5'': 6 rows hold 5 numbers'
+               END
+          FROM upgrade_check.filled f));

@@ -59,6 +59,9 @@ RESET ordering.gap_deadline;
 -- last_sequence() and position(), the outbox, parked events and gap
 -- requests by their columns of 1.0.
 CREATE SCHEMA upgrade_check;
+-- the version filled, for what the versions key differently (numerics)
+CREATE TABLE upgrade_check.filled AS
+SELECT extversion AS version FROM pg_extension WHERE extname = 'ordering';
 CREATE TABLE upgrade_check.counters AS
 SELECT stream, resource_id, last_seq FROM ordering.sequences;
 CREATE TABLE upgrade_check.positions AS
@@ -129,10 +132,13 @@ CREATE ROLE upgrade_monitor;
 CREATE ROLE upgrade_operator;
 SELECT ordering.grant_producer('upgrade_producer'), ordering.grant_consumer('upgrade_consumer'),
        ordering.grant_monitor('upgrade_monitor'), ordering.grant_operator('upgrade_operator');
--- and a role granted only the 5-argument deliver() by hand: 1.2 replaces
--- it with the 6-argument one, whose on_error has a default
+-- and a role granted only deliver() through a handler by hand: the
+-- 5-argument one before 1.2, which replaces it with the 6-argument one,
+-- whose on_error has a default
 CREATE ROLE upgrade_handler_caller;
 GRANT USAGE ON SCHEMA ordering TO upgrade_handler_caller;
-GRANT EXECUTE ON FUNCTION ordering.deliver(text, text, bigint, jsonb, regprocedure)
-    TO upgrade_handler_caller;
+SELECT format('GRANT EXECUTE ON FUNCTION %s TO upgrade_handler_caller',
+              COALESCE(to_regprocedure('ordering.deliver(text, text, bigint, jsonb, regprocedure)'),
+                       to_regprocedure('ordering.deliver(text, text, bigint, jsonb, regprocedure, text)')))
+\gexec
 GRANT CREATE ON SCHEMA public TO upgrade_producer;

@@ -33,10 +33,12 @@ WITH ext AS (
       FROM pg_catalog.pg_class c JOIN members m
         ON m.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND m.objid = c.oid
 ), lines (line) AS (
-    -- the extension itself
+    -- the extension itself, its configuration tables by name (the order of
+    -- the scripts' pg_extension_config_dump() calls means nothing)
     SELECT pg_catalog.concat_ws(' | ', 'extension', e.extversion, e.extrelocatable, e.nsp,
                (SELECT pg_catalog.string_agg(t::pg_catalog.regclass::text || ' ' ||
-                                             COALESCE(e.extcondition[i], '<null>'), ', ' ORDER BY i)
+                                             COALESCE(e.extcondition[i], '<null>'), ', '
+                                             ORDER BY t::pg_catalog.regclass::text COLLATE "C")
                   FROM pg_catalog.unnest(e.extconfig) WITH ORDINALITY u (t, i)))
       FROM ext e
     UNION ALL

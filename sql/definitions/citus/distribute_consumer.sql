@@ -1,0 +1,189 @@
+-- The tables of a distributed consumer, of the shapes of the extension's
+-- own (LIKE ... INCLUDING ALL, so they follow any change of those), with
+-- the collation of the projection's distribution column on resource_id,
+-- as Citus's co-location requires; then the call and batch functions that
+-- Citus delegates to the node of a resource.
+CREATE OR REPLACE FUNCTION ordering.distribute_consumer(consumer text, colocate_with regclass)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    tag text;
+    part record;
+    col record;
+    tbl record;
+    g record;
+    libfile text;
+    fn record;
+    fn_sig pg_catalog.regprocedure;
+    coordinator boolean;
+BEGIN
+    IF consumer IS NULL OR colocate_with IS NULL THEN
+        RAISE EXCEPTION 'consumer and colocate_with must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF consumer OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'consumer must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.octet_length(consumer) OPERATOR(pg_catalog.>) 1024 THEN
+        RAISE EXCEPTION 'consumer is too long (% bytes, at most 1024)', pg_catalog.octet_length(consumer)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension e
+                    WHERE e.extname OPERATOR(pg_catalog.=) 'citus') THEN
+        RAISE EXCEPTION 'Citus is not installed in this database'
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'ordering.distribute_consumer() keeps a consumer''s state in tables that Citus distributes.',
+                  HINT = 'Run CREATE EXTENSION citus and add the worker nodes first; on one node, a consumer needs no distribution.';
+    END IF;
+    EXECUTE 'SELECT pg_catalog.citus_is_coordinator()' INTO coordinator;
+    IF NOT coordinator THEN
+        RAISE EXCEPTION 'ordering.distribute_consumer() must run on the coordinator'
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+
+    -- the projection: hash-distributed, one placement per shard, by a text
+    -- column of a deterministic collation
+    EXECUTE 'SELECT p.partmethod, p.repmodel, p.colocationid,'
+            '       pg_catalog.column_to_column_name(p.logicalrelid, p.partkey) AS distcol'
+            '  FROM pg_catalog.pg_dist_partition p'
+            ' WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1'
+       INTO part USING colocate_with;
+    IF part IS NULL OR part.partmethod OPERATOR(pg_catalog.<>) 'h' THEN
+        RAISE EXCEPTION 'table % is not a hash-distributed table', colocate_with
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A distributed consumer''s state is co-located with a table distributed by the resource id.',
+                  HINT = 'Distribute the consumer''s projection first: SELECT create_distributed_table(''<table>'', ''<resource column>'').';
+    END IF;
+    IF part.repmodel OPERATOR(pg_catalog.<>) 's' THEN
+        RAISE EXCEPTION 'table % has replicated shards', colocate_with
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Citus delegates a call only to a shard with one placement.',
+                  HINT = 'Distribute the projection with citus.shard_replication_factor = 1.';
+    END IF;
+    SELECT a.atttypid, a.attcollation, c.collisdeterministic,
+           pg_catalog.format('%I.%I', n.nspname, c.collname) AS collname
+      INTO col
+      FROM pg_catalog.pg_attribute a
+      LEFT JOIN pg_catalog.pg_collation c ON c.oid OPERATOR(pg_catalog.=) a.attcollation
+      LEFT JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.collnamespace
+     WHERE a.attrelid OPERATOR(pg_catalog.=) colocate_with
+       AND a.attname OPERATOR(pg_catalog.=) part.distcol;
+    IF col.atttypid OPERATOR(pg_catalog.<>) 'pg_catalog.text'::pg_catalog.regtype THEN
+        RAISE EXCEPTION 'table % is distributed by column % of type %, not text',
+                        colocate_with, part.distcol, col.atttypid::pg_catalog.regtype
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A distributed consumer is distributed by its resource ids, which are text.',
+                  HINT = 'Distribute the projection by a text column that holds the resource id.';
+    END IF;
+    IF NOT col.collisdeterministic THEN
+        RAISE EXCEPTION 'table % is distributed by a column of the nondeterministic collation %',
+                        colocate_with, col.collname
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Use a deterministic collation for the resource column.';
+    END IF;
+
+    tag := ordering_internal.consumer_tag(consumer);
+    IF EXISTS (SELECT FROM ordering_internal.distributed_consumers d
+                WHERE d.consumer OPERATOR(pg_catalog.=) distribute_consumer.consumer)
+       OR pg_catalog.to_regclass(pg_catalog.format('ordering_internal.%I', tag || '_positions')) IS NOT NULL THEN
+        RAISE EXCEPTION 'consumer "%" is distributed already', consumer
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+
+    -- No local call of the consumer may run meanwhile: those in progress
+    -- finish first, later ones wait and then find the consumer distributed.
+    LOCK TABLE ordering.positions, ordering.parked, ordering.dead_letter_events,
+               ordering.gap_requests IN SHARE ROW EXCLUSIVE MODE;
+    -- the tables are new in this transaction: one connection per node
+    PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
+
+    FOR tbl IN
+        SELECT v.suffix, v.source::pg_catalog.regclass AS source,
+               pg_catalog.format('ordering_internal.%I', tag || v.suffix) AS name
+          FROM (VALUES (1, '_positions', 'ordering.positions'),
+                       (2, '_parked', 'ordering.parked'),
+                       (3, '_dead_letters', 'ordering.dead_letter_events'),
+                       (4, '_gap_requests', 'ordering.gap_requests')) v(ord, suffix, source)
+         ORDER BY v.ord
+    LOOP
+        EXECUTE pg_catalog.format('CREATE TABLE %s (LIKE %s INCLUDING ALL)', tbl.name, tbl.source);
+        EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN resource_id TYPE pg_catalog.text COLLATE %s',
+                                  tbl.name, col.collname);
+        -- storage parameters (the fillfactor of positions) are not LIKE's
+        IF (SELECT c.reloptions FROM pg_catalog.pg_class c
+             WHERE c.oid OPERATOR(pg_catalog.=) tbl.source) IS NOT NULL THEN
+            EXECUTE pg_catalog.format('ALTER TABLE %s SET (%s)', tbl.name,
+                (SELECT pg_catalog.array_to_string(c.reloptions, ', ') FROM pg_catalog.pg_class c
+                  WHERE c.oid OPERATOR(pg_catalog.=) tbl.source));
+        END IF;
+        EXECUTE pg_catalog.format('COMMENT ON TABLE %s IS %L', tbl.name,
+            pg_catalog.format('%s of distributed consumer %s (ordering.distribute_consumer)',
+                              tbl.source, pg_catalog.quote_literal(consumer)));
+        EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''resource_id'', colocate_with => $2)'
+          USING tbl.name::pg_catalog.regclass, colocate_with::pg_catalog.text;
+        -- who may read the extension's table may read the consumer's
+        FOR g IN
+            SELECT e.privilege_type, e.grantee
+              FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) e
+             WHERE c.oid OPERATOR(pg_catalog.=) tbl.source
+               AND e.grantee OPERATOR(pg_catalog.<>) c.relowner
+        LOOP
+            EXECUTE pg_catalog.format('GRANT %s ON %s TO %s', g.privilege_type, tbl.name,
+                CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                     ELSE g.grantee::pg_catalog.regrole::pg_catalog.text END);
+        END LOOP;
+        -- the consumer's state so far moves along
+        EXECUTE pg_catalog.format('INSERT INTO %s SELECT * FROM %s s WHERE s.consumer OPERATOR(pg_catalog.=) $1',
+                                  tbl.name, tbl.source)
+          USING consumer;
+        EXECUTE pg_catalog.format('DELETE FROM %s s WHERE s.consumer OPERATOR(pg_catalog.=) $1', tbl.source)
+          USING consumer;
+    END LOOP;
+    -- rows written with SQL: the summary of parked events kept with each
+    -- position (section "Consumer speed") is not known, the next call of
+    -- each resource counts again
+    EXECUTE pg_catalog.format('UPDATE ordering_internal.%I SET parked_count = -1', tag || '_positions');
+
+    -- The call and batch functions: the same C functions for every
+    -- consumer, which find their tables from their own names.  Every role
+    -- may execute them: they check that their caller may execute the
+    -- consumer function they run.
+    SELECT p.probin INTO libfile FROM pg_catalog.pg_proc p
+     WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.deliver(text, text, bigint, jsonb)'::pg_catalog.regprocedure;
+    FOR fn IN
+        SELECT v.suffix, v.symbol, v.args, v.result, v.rows, v.comment,
+               pg_catalog.regexp_replace(v.args, '(^|, )[a-z_]+ ', '\1', 'g') AS types,
+               pg_catalog.format('ordering_internal.%I', tag || v.suffix) AS name
+          FROM (VALUES ('_call', 'ordering_consumer_call',
+                        'op pg_catalog."char", resource_id pg_catalog.text, consumer pg_catalog.text, '
+                        'seq pg_catalog.int8, payload pg_catalog.jsonb, handler pg_catalog.regprocedure, '
+                        'option pg_catalog.text',
+                        'seq pg_catalog.int8, payload pg_catalog.jsonb', 1,
+                        'Runs the calls of distributed consumer %s on the node of their resource (ordering.distribute_consumer)'),
+                       ('_batch', 'ordering_consumer_batch',
+                        'op pg_catalog."char", resource_id pg_catalog.text, consumer pg_catalog.text, '
+                        'ords pg_catalog.int4[], resource_ids pg_catalog.text[], seqs pg_catalog.int8[], '
+                        'payloads pg_catalog.jsonb[], handler pg_catalog.regprocedure, option pg_catalog.text',
+                        'ord pg_catalog.int4, seq pg_catalog.int8, payload pg_catalog.jsonb', 100,
+                        'Runs a part of a batch of distributed consumer %s on the node of its shard (ordering.distribute_consumer)'))
+               v(suffix, symbol, args, result, rows, comment)
+    LOOP
+        EXECUTE pg_catalog.format('CREATE FUNCTION %s(%s) RETURNS TABLE (%s) LANGUAGE c VOLATILE ROWS %s AS %L, %L',
+                                  fn.name, fn.args, fn.result, fn.rows, libfile, fn.symbol);
+        fn_sig := (pg_catalog.format('%s(%s)', fn.name, fn.types))::pg_catalog.regprocedure;
+        EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', fn_sig,
+                                  pg_catalog.format(fn.comment, pg_catalog.quote_literal(consumer)));
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', fn_sig);
+        EXECUTE 'SELECT pg_catalog.create_distributed_function($1, ''$2'', colocate_with => $2, force_delegation => true)'
+          USING fn_sig, pg_catalog.format('ordering_internal.%I', tag || '_positions');
+    END LOOP;
+
+    INSERT INTO ordering_internal.distributed_consumers (consumer, tag, colocate_with)
+    VALUES (consumer, tag, colocate_with);
+END
+$$;
+COMMENT ON FUNCTION ordering.distribute_consumer(text, regclass) IS
+    'Citus: keeps the consumer''s positions, parked events, dead letters and gap requests in tables distributed by resource and co-located with colocate_with (its projection, distributed by a text column), and runs each of its calls on the node of its resource; its state so far moves along';
+REVOKE EXECUTE ON FUNCTION ordering.distribute_consumer(text, regclass) FROM PUBLIC;

@@ -1,0 +1,43 @@
+-- Relays of ordering.outbox: FOR UPDATE SKIP LOCKED, so parallel relays
+-- never wait for each other.  One function with defaults, not overloads:
+-- claim_unpublished(100) must stay unambiguous.
+CREATE OR REPLACE FUNCTION ordering.claim_unpublished(batch_size integer DEFAULT 100,
+                                           replicated boolean DEFAULT false,
+                                           timeout interval DEFAULT '10s')
+    RETURNS SETOF ordering.outbox
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF batch_size IS NULL THEN
+        RAISE EXCEPTION 'batch_size must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF batch_size OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'batch_size must not be negative, got %', batch_size
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF replicated IS NULL OR timeout IS NULL THEN
+        RAISE EXCEPTION 'replicated and timeout must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF timeout OPERATOR(pg_catalog.<) '0'::pg_catalog.interval THEN
+        RAISE EXCEPTION 'timeout must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The rows are handed to the caller only when the function returns.
+    RETURN QUERY
+    SELECT o.* FROM ordering.outbox o
+     WHERE o.published_at IS NULL
+     ORDER BY o.id
+     LIMIT batch_size
+       FOR UPDATE SKIP LOCKED;
+    -- Every commit whose rows were just read or locked is in the WAL before
+    -- this point: wait until the standbys have it (see wait_for_standbys).
+    IF replicated AND FOUND THEN
+        PERFORM ordering.wait_for_standbys(timeout);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION ordering.claim_unpublished(integer, boolean, interval) IS
+    'For relays: up to batch_size unpublished outbox rows, locked until the end of the caller''s transaction and skipped by other relays; with replicated, only once every connected standby, and at least ordering.min_standbys of them, has flushed them (SQLSTATE 55000 after timeout)';
+REVOKE EXECUTE ON FUNCTION ordering.claim_unpublished(integer, boolean, interval) FROM PUBLIC;
