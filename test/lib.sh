@@ -81,6 +81,58 @@ ensure_packages() {
 	apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# ---------------------------------------------------------------------------
+# CPU time per part of a command, where root may make cgroups (v1 cpuacct,
+# or v2): a part's processes, and the servers they start, stay in its
+# group.  On a machine shared with other work the wall time says little;
+# the CPU time says where the time goes.  Without cgroups it shows "-".
+# The groups are made below the one the command runs in, so that what
+# contains it counts them too (test/matrix.sh's runs of test/run.sh nest).
+# ---------------------------------------------------------------------------
+
+# cg_init NAME: the command's group, NAME below the one it runs in.
+cg_run=
+cg_init() {
+	cg_run=
+	[ "$(id -u)" -eq 0 ] || return 0
+	if [ -f /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
+		cg_run=/sys/fs/cgroup/cpuacct$(sed -n 's/^[0-9]*:[^:]*cpuacct[^:]*://p' /proc/self/cgroup)
+	elif [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		cg_run=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+	elif [ -f /sys/fs/cgroup/unified/cgroup.controllers ]; then
+		cg_run=/sys/fs/cgroup/unified$(sed -n 's/^0:://p' /proc/self/cgroup)
+	fi
+	if [ -n "$cg_run" ]; then
+		cg_run=${cg_run%/}/$1
+		mkdir "$cg_run" 2>/dev/null || cg_run=
+	fi
+	return 0
+}
+
+# cg_join PART: the calling (sub)shell and what it starts count for PART.
+cg_join() {
+	[ -n "$cg_run" ] && mkdir "$cg_run/$1" 2>/dev/null &&
+		echo "$BASHPID" >"$cg_run/$1/cgroup.procs" 2>/dev/null
+	return 0
+}
+
+# cg_seconds PART: the CPU time PART used, as "123s", or "-".
+cg_seconds() {
+	local g=$cg_run/$1
+	if [ -n "$cg_run" ] && [ -f "$g/cpuacct.usage" ]; then
+		echo "$(($(cat "$g/cpuacct.usage") / 1000000000))s"
+	elif [ -n "$cg_run" ] && [ -f "$g/cpu.stat" ]; then
+		echo "$(($(awk '$1 == "usage_usec" { print $2 }' "$g/cpu.stat") / 1000000))s"
+	else
+		echo -
+	fi
+}
+
+cg_cleanup() {
+	[ -n "$cg_run" ] || return 0
+	rmdir "$cg_run"/* "$cg_run" 2>/dev/null || true
+}
+
 # Run a command as the postgres user (PostgreSQL refuses to run as root).
 as_postgres() {
 	if [ "$(id -u)" -eq 0 ]; then

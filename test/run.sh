@@ -104,45 +104,9 @@ export ORDERING_WERROR=${ORDERING_WERROR--Werror}
 
 logs=$(mktemp -d /tmp/ordering-logs.XXXXXX)
 chmod 755 "$logs"
-# The CPU time of each suite, where root may make cgroups (v1 cpuacct, or
-# v2): a suite's processes, and the servers they start, stay in its group.
-# On a machine shared with other work the wall time says little; the CPU
-# time says where the time goes.  Without cgroups the column shows "-".
-# The groups are made below the one this command runs in, so that what
-# contains it counts them too.
-cg_run=
-if [ "$(id -u)" -eq 0 ]; then
-	if [ -f /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
-		cg_run=/sys/fs/cgroup/cpuacct$(sed -n 's/^[0-9]*:[^:]*cpuacct[^:]*://p' /proc/self/cgroup)
-	elif [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-		cg_run=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
-	elif [ -f /sys/fs/cgroup/unified/cgroup.controllers ]; then
-		cg_run=/sys/fs/cgroup/unified$(sed -n 's/^0:://p' /proc/self/cgroup)
-	fi
-	if [ -n "$cg_run" ]; then
-		cg_run=${cg_run%/}/ordering-run.${logs##*.}
-		mkdir "$cg_run" 2>/dev/null || cg_run=
-	fi
-fi
-cg_join() {
-	[ -n "$cg_run" ] && mkdir "$cg_run/$1" 2>/dev/null &&
-		echo "$BASHPID" >"$cg_run/$1/cgroup.procs" 2>/dev/null
-	return 0
-}
-cg_seconds() {
-	local g=$cg_run/$1
-	if [ -f "$g/cpuacct.usage" ]; then
-		echo "$(($(cat "$g/cpuacct.usage") / 1000000000))s"
-	elif [ -f "$g/cpu.stat" ]; then
-		echo "$(($(awk '$1 == "usage_usec" { print $2 }' "$g/cpu.stat") / 1000000))s"
-	else
-		echo -
-	fi
-}
-cg_cleanup() {
-	[ -n "$cg_run" ] || return 0
-	rmdir "$cg_run"/* "$cg_run" 2>/dev/null || true
-}
+# The CPU time of each suite (test/lib.sh, cg_init): a suite's processes,
+# and the servers they start, stay in a group of its own.
+cg_init "ordering-run.${logs##*.}"
 
 base=
 cleanup() {
