@@ -81,6 +81,58 @@ ensure_packages() {
 	apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# ---------------------------------------------------------------------------
+# CPU time per part of a command, where root may make cgroups (v1 cpuacct,
+# or v2): a part's processes, and the servers they start, stay in its
+# group.  On a machine shared with other work the wall time says little;
+# the CPU time says where the time goes.  Without cgroups it shows "-".
+# The groups are made below the one the command runs in, so that what
+# contains it counts them too (test/matrix.sh's runs of test/run.sh nest).
+# ---------------------------------------------------------------------------
+
+# cg_init NAME: the command's group, NAME below the one it runs in.
+cg_run=
+cg_init() {
+	cg_run=
+	[ "$(id -u)" -eq 0 ] || return 0
+	if [ -f /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
+		cg_run=/sys/fs/cgroup/cpuacct$(sed -n 's/^[0-9]*:[^:]*cpuacct[^:]*://p' /proc/self/cgroup)
+	elif [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		cg_run=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+	elif [ -f /sys/fs/cgroup/unified/cgroup.controllers ]; then
+		cg_run=/sys/fs/cgroup/unified$(sed -n 's/^0:://p' /proc/self/cgroup)
+	fi
+	if [ -n "$cg_run" ]; then
+		cg_run=${cg_run%/}/$1
+		mkdir "$cg_run" 2>/dev/null || cg_run=
+	fi
+	return 0
+}
+
+# cg_join PART: the calling (sub)shell and what it starts count for PART.
+cg_join() {
+	[ -n "$cg_run" ] && mkdir "$cg_run/$1" 2>/dev/null &&
+		echo "$BASHPID" >"$cg_run/$1/cgroup.procs" 2>/dev/null
+	return 0
+}
+
+# cg_seconds PART: the CPU time PART used, as "123s", or "-".
+cg_seconds() {
+	local g=$cg_run/$1
+	if [ -n "$cg_run" ] && [ -f "$g/cpuacct.usage" ]; then
+		echo "$(($(cat "$g/cpuacct.usage") / 1000000000))s"
+	elif [ -n "$cg_run" ] && [ -f "$g/cpu.stat" ]; then
+		echo "$(($(awk '$1 == "usage_usec" { print $2 }' "$g/cpu.stat") / 1000000))s"
+	else
+		echo -
+	fi
+}
+
+cg_cleanup() {
+	[ -n "$cg_run" ] || return 0
+	rmdir "$cg_run"/* "$cg_run" 2>/dev/null || true
+}
+
 # Run a command as the postgres user (PostgreSQL refuses to run as root).
 as_postgres() {
 	if [ "$(id -u)" -eq 0 ]; then
@@ -132,19 +184,21 @@ sandbox_create() {
 			mkdir -p "$SANDBOX/inst$(dirname "$dir")"
 			cp -a "$dir" "$SANDBOX/inst$dir"
 		done
-		# ORDERING_HIDE_CITUS=1: the copy without Citus, as on CI (Citus is
-		# not in Debian), so that a machine with Citus installed runs what
-		# CI runs (TAP 040 and 041 skip, saying why)
-		if [ "${ORDERING_HIDE_CITUS:-0}" = 1 ]; then
-			rm -rf "$SANDBOX/inst$(pg_dir --pkglibdir)"/citus* \
-				"$SANDBOX/inst$(pg_dir --sharedir)"/extension/citus*
-		fi
-		# ORDERING_CITUS_DIR=DIR: a Citus built by hand and installed with
-		# "make install DESTDIR=DIR", added to the copy (never to the
-		# system's installation): TAP 040 and 041 then run
-		if [ -n "${ORDERING_CITUS_DIR:-}" ]; then
-			sandbox_add_citus "$ORDERING_CITUS_DIR"
-		fi
+	fi
+	# ORDERING_HIDE_CITUS=1: the copy without Citus, as on CI (Citus is
+	# not in Debian), so that a machine with Citus installed runs what
+	# CI runs (TAP 040 and 041 skip, saying why)
+	if [ "${ORDERING_HIDE_CITUS:-0}" = 1 ]; then
+		rm -rf "$SANDBOX/inst$(pg_dir --pkglibdir)"/citus* \
+			"$SANDBOX/inst$(pg_dir --sharedir)"/extension/citus*
+	fi
+	# ORDERING_CITUS_DIR=DIR: a Citus built by hand and installed with
+	# "make install DESTDIR=DIR", added to the copy (never to the
+	# system's installation), also to a clone of a sandbox without it
+	# (test/matrix.sh's Citus tests start from test/run.sh's build): TAP
+	# 040 and 041 then run
+	if [ -n "${ORDERING_CITUS_DIR:-}" ]; then
+		sandbox_add_citus "$ORDERING_CITUS_DIR"
 	fi
 	SANDBOX_BIN=$SANDBOX/inst$(pg_dir --bindir)
 	if [ "$(id -u)" -eq 0 ]; then
@@ -294,4 +348,59 @@ sandbox_show_diffs() {
 		[ -s "$f" ] && grep -q "not ok" "$f" && { echo "=== $f"; tail -n 60 "$f"; }
 	done
 	return 0
+}
+
+# ---------------------------------------------------------------------------
+# The matrix's toolchains (test/matrix.sh): source archives of other
+# PostgreSQL majors and of Citus, which a machine may have beside the
+# checkout.  A newcomer's clone has none, and the matrix is skipped, saying
+# why.
+# ---------------------------------------------------------------------------
+
+# toolchains_find CHECKOUT: sets TOOLCHAINS to the directory of the
+# archives, or to nothing and TOOLCHAINS_WHY to the reason.  The directory
+# is ORDERING_TOOLCHAINS when set (empty: no matrix), else ../shared/toolchains
+# beside the checkout, or beside the main checkout of which it is a git
+# worktree.
+toolchains_find() {
+	local checkout=$1 dir common candidates=()
+	TOOLCHAINS=
+	TOOLCHAINS_WHY=
+	if [ -n "${ORDERING_TOOLCHAINS+set}" ]; then
+		if [ -z "$ORDERING_TOOLCHAINS" ]; then
+			TOOLCHAINS_WHY="ORDERING_TOOLCHAINS is empty"
+			return 0
+		fi
+		candidates=("$ORDERING_TOOLCHAINS")
+	else
+		candidates=("$checkout/../shared/toolchains")
+		if command -v git >/dev/null &&
+			common=$(git -C "$checkout" rev-parse --path-format=absolute --git-common-dir 2>/dev/null); then
+			candidates+=("$(dirname "$common")/../shared/toolchains")
+		fi
+	fi
+	for dir in "${candidates[@]}"; do
+		[ -d "$dir" ] || continue
+		dir=$(cd "$dir" && pwd)
+		if [ -z "$(toolchain_archives "$dir")" ]; then
+			TOOLCHAINS_WHY="$dir holds no postgresql-*.tar.* or citus-*.tar.*"
+			continue
+		fi
+		TOOLCHAINS=$dir
+		return 0
+	done
+	[ -n "$TOOLCHAINS_WHY" ] ||
+		TOOLCHAINS_WHY="no toolchains: $(realpath -m "${candidates[0]}") does not exist (ORDERING_TOOLCHAINS=DIR names them)"
+	return 0
+}
+
+# The archives of a toolchains directory, one a line, in the order the
+# matrix builds them: Citus first (the quickest to build, and its tests
+# are long), then each PostgreSQL, the newest (with the longest tests) first.
+toolchain_archives() {
+	(
+		cd "$1" || exit 0
+		ls -1 citus-*.tar.* 2>/dev/null | sort -V
+		ls -1 postgresql-*.tar.* 2>/dev/null | sort -rV
+	) | sed "s|^|$1/|"
 }

@@ -10,7 +10,9 @@
 # 1. Builds postgresql-15-ordering from a copy of the tree with
 #    `dpkg-buildpackage -b -us -uc` (debian/, pg_buildext), as the postgres
 #    user and without ORDERING_WERROR (a packager's build); the package's
-#    version must be ordering.control's.
+#    version must be ordering.control's.  debian/pgversions lists the
+#    majors the tests cover (15 to 18); pg_buildext builds for those whose
+#    server headers the machine has (Debian 12: 15 only), and says which.
 # 2. Checks it with lintian: no error and no warning.
 # 3. Unpacks it with `dpkg -x` into a private copy of the system's
 #    PostgreSQL, from which every file of the extension was removed first,
@@ -72,7 +74,21 @@ as_pg() {
 	runuser -u postgres -- "$@"
 }
 
-# 1. Build, as a packager does: no -Werror from test/run.sh
+# 1. Build, as a packager does: no -Werror from test/run.sh.  pg_buildext
+# builds for each major of debian/pgversions (those the tests cover) that
+# this machine has the server of; debian/control must name exactly those
+# (dh's "pg_buildext checkcontrol" fails otherwise).
+listed=$(sed -n 's/^\([0-9][0-9]*\)$/\1/p' "$here/debian/pgversions" | tr '\n' ' ')
+built=$(cd "$work/ordering" && pg_buildext supported-versions | tr '\n' ' ')
+echo "package: debian/pgversions lists ${listed% }; built here for ${built% }" \
+	"(a major needs postgresql-server-dev-MAJOR)"
+case " $built " in
+	*" $PG_MAJOR "*) ;;
+	*)
+		echo "package: PostgreSQL $PG_MAJOR, the one tested here, is not among them" >&2
+		exit 1
+		;;
+esac
 echo "package: building $pkg $version"
 if ! (cd "$work/ordering" && as_pg env -u ORDERING_WERROR dpkg-buildpackage -b -us -uc) \
 	>"$work/build.log" 2>&1; then

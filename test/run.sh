@@ -2,7 +2,13 @@
 #
 # Runs every test of the extension: pg_regress, isolation specs and TAP.
 #
-#   bash test/run.sh            everything
+#   bash test/run.sh            every suite on Debian's PostgreSQL 15 (the
+#                               suites named "default"); the end says whether
+#                               the matrix could have run, and why not
+#   bash test/run.sh default matrix
+#                               those and the matrix (test/matrix.sh: other
+#                               PostgreSQL majors and Citus, built from
+#                               ../shared/toolchains into a cache): .ci/run
 #   bash test/run.sh regress    only pg_regress (also: isolation, tap, lint, demo,
 #                               valgrind: regress + isolation under memcheck,
 #                               monitoring: rules and dashboard against Prometheus,
@@ -52,9 +58,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=test/lib.sh
 . "$here/test/lib.sh"
 
-# Longest first, so that the short ones fill the gaps at the end.
-all_suites="valgrind tap package upgrade examples demo monitoring regress isolation lint"
-requested=${*:-$all_suites}
+# Longest first, so that the short ones fill the gaps at the end.  The
+# matrix (test/matrix.sh: other PostgreSQL majors and Citus, built from
+# source) runs only when named: .ci/run names it after the others.
+default_suites="valgrind tap package upgrade examples demo monitoring regress isolation lint"
+all_suites="matrix $default_suites"
+# "default" names the suites of the command without arguments
+requested=${*:-default}
+requested=${requested//default/$default_suites}
 suites=
 for suite in $all_suites; do
 	for r in $requested; do
@@ -90,6 +101,7 @@ for suite in $suites; do
 			fi
 			;;
 		upgrade) packages="$packages git" ;;
+		matrix) packages="$packages zstd" ;;
 		package) packages="$packages build-essential debhelper postgresql-server-dev-all lintian" ;;
 	esac
 done
@@ -104,45 +116,9 @@ export ORDERING_WERROR=${ORDERING_WERROR--Werror}
 
 logs=$(mktemp -d /tmp/ordering-logs.XXXXXX)
 chmod 755 "$logs"
-# The CPU time of each suite, where root may make cgroups (v1 cpuacct, or
-# v2): a suite's processes, and the servers they start, stay in its group.
-# On a machine shared with other work the wall time says little; the CPU
-# time says where the time goes.  Without cgroups the column shows "-".
-# The groups are made below the one this command runs in, so that what
-# contains it counts them too.
-cg_run=
-if [ "$(id -u)" -eq 0 ]; then
-	if [ -f /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
-		cg_run=/sys/fs/cgroup/cpuacct$(sed -n 's/^[0-9]*:[^:]*cpuacct[^:]*://p' /proc/self/cgroup)
-	elif [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-		cg_run=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
-	elif [ -f /sys/fs/cgroup/unified/cgroup.controllers ]; then
-		cg_run=/sys/fs/cgroup/unified$(sed -n 's/^0:://p' /proc/self/cgroup)
-	fi
-	if [ -n "$cg_run" ]; then
-		cg_run=${cg_run%/}/ordering-run.${logs##*.}
-		mkdir "$cg_run" 2>/dev/null || cg_run=
-	fi
-fi
-cg_join() {
-	[ -n "$cg_run" ] && mkdir "$cg_run/$1" 2>/dev/null &&
-		echo "$BASHPID" >"$cg_run/$1/cgroup.procs" 2>/dev/null
-	return 0
-}
-cg_seconds() {
-	local g=$cg_run/$1
-	if [ -f "$g/cpuacct.usage" ]; then
-		echo "$(($(cat "$g/cpuacct.usage") / 1000000000))s"
-	elif [ -f "$g/cpu.stat" ]; then
-		echo "$(($(awk '$1 == "usage_usec" { print $2 }' "$g/cpu.stat") / 1000000))s"
-	else
-		echo -
-	fi
-}
-cg_cleanup() {
-	[ -n "$cg_run" ] || return 0
-	rmdir "$cg_run"/* "$cg_run" 2>/dev/null || true
-}
+# The CPU time of each suite (test/lib.sh, cg_init): a suite's processes,
+# and the servers they start, stay in a group of its own.
+cg_init "ordering-run.${logs##*.}"
 
 base=
 cleanup() {
@@ -207,6 +183,8 @@ run_suite() {
 		examples) bash "$here/examples/test.sh" ;;
 		upgrade) bash "$here/test/upgrade.sh" ;;
 		package) bash "$here/test/package.sh" ;;
+		# the platforms' own lines go to the summary
+		matrix) ORDERING_RESULTS=$logs/matrix.results bash "$here/test/matrix.sh" ;;
 	esac
 }
 
@@ -259,33 +237,47 @@ for suite in $suites; do
 		valgrind | lint | package) start_suite "$suite" ;;
 	esac
 done
+needs_build=0
+case "$suites" in
+	*regress* | *isolation* | *tap* | *demo* | *monitoring* | *examples* | *upgrade*) needs_build=1 ;;
+esac
+# The matrix builds its toolchains (at nice 10) and the extension against
+# each; its Citus tests run on this PostgreSQL, from this run's build when
+# there is one (ORDERING_MATRIX_BASE: it waits for "built" or "failed").
+start_matrix() {
+	case " $suites " in
+		*" matrix "*) start_suite matrix ;;
+	esac
+}
+[ "$needs_build" = 1 ] || start_matrix
 
 # The sandbox built once, meanwhile: every other suite starts from a copy
 # of it (test/lib.sh, ORDERING_SANDBOX_BASE).
 build_time=
 build_failed=0
-case "$suites" in
-	*regress* | *isolation* | *tap* | *demo* | *monitoring* | *examples* | *upgrade*)
-		start=$SECONDS
-		sandbox_create "$here"
-		base=$SANDBOX
-		if (cg_join build && sandbox_build) >"$logs/build.log" 2>&1; then
-			touch "$base/built"
-			build_time=$((SECONDS - start))
-			echo "$(date +%T) built the extension in $base ($(fmt_time "$build_time"))"
-		else
-			cat "$logs/build.log"
-			echo "the build failed: the suites that need it do not run" >&2
-			build_failed=1
-		fi
-		export ORDERING_SANDBOX_BASE=$base
-		unset SANDBOX SANDBOX_BIN
-		;;
-esac
+if [ "$needs_build" = 1 ]; then
+	start=$SECONDS
+	sandbox_create "$here"
+	base=$SANDBOX
+	export ORDERING_MATRIX_BASE=$base
+	start_matrix
+	if (cg_join build && sandbox_build) >"$logs/build.log" 2>&1; then
+		touch "$base/built"
+		build_time=$((SECONDS - start))
+		echo "$(date +%T) built the extension in $base ($(fmt_time "$build_time"))"
+	else
+		touch "$base/failed"
+		cat "$logs/build.log"
+		echo "the build failed: the suites that need it do not run" >&2
+		build_failed=1
+	fi
+	export ORDERING_SANDBOX_BASE=$base
+	unset SANDBOX SANDBOX_BIN
+fi
 
 for suite in $suites; do
 	case "$suite" in
-		valgrind | lint | package) ;;
+		matrix | valgrind | lint | package) ;;
 		*)
 			if [ "$build_failed" = 1 ]; then
 				echo "not run: the build failed ($logs/build.log)" >"$logs/$suite.log"
@@ -311,10 +303,25 @@ for suite in $suites; do
 	fi
 done
 echo
-grep -h "^[a-z]*: skipped" $(for suite in $suites; do echo "$logs/$suite.log"; done) || true
-echo "suite       result  time     CPU"
+# the matrix's log holds its runs of this command, with lines of their own
+for suite in $suites; do
+	if [ "$suite" = matrix ]; then
+		grep -h "^matrix: skipped" "$logs/$suite.log" || true
+	else
+		grep -h "^[a-z]*: skipped" "$logs/$suite.log" || true
+	fi
+done
+# A line of the table: NAME RESULT SECONDS CPU NOTE; with ORDERING_RESULTS
+# (test/matrix.sh sets it) also a tab-separated line in that file.
+summary_row() {
+	printf '%-24s %-7s %-8s %-7s%s\n' "$1" "$2" "$(fmt_time "$3")" "$4" "${5:+ ($5)}"
+	if [ -n "${ORDERING_RESULTS:-}" ]; then
+		printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:-}" >>"$ORDERING_RESULTS"
+	fi
+}
+printf '%-24s %-7s %-8s %-7s\n' suite result time CPU
 if [ -n "$build_time" ]; then
-	printf '%-11s %-7s %-8s %-7s\n' build "" "$(fmt_time "$build_time")" "$(cg_seconds build)"
+	summary_row build "" "$build_time" "$(cg_seconds build)"
 fi
 for suite in $suites; do
 	if [ "${status[$suite]}" -eq 0 ]; then
@@ -324,11 +331,30 @@ for suite in $suites; do
 		result=FAILED
 		failed=$((failed + 1))
 	fi
-	skipped=$(grep -c "^[a-z]*: skipped" "$logs/$suite.log" || true)
-	printf '%-11s %-7s %-8s %-7s%s\n' "$suite" "$result" "$(fmt_time "${elapsed[$suite]}")" \
-		"$(cg_seconds "$suite")" "$([ "$skipped" -gt 0 ] && echo " ($skipped skipped)")"
+	if [ "$suite" = matrix ]; then
+		skipped=$(grep -c "^matrix: skipped" "$logs/$suite.log" || true)
+	else
+		skipped=$(grep -c "^[a-z]*: skipped" "$logs/$suite.log" || true)
+	fi
+	summary_row "$suite" "$result" "${elapsed[$suite]}" "$(cg_seconds "$suite")" \
+		"$([ "$skipped" -gt 0 ] && echo "$skipped skipped")"
+	# the matrix: a line per (platform, suite), from test/matrix.sh
+	if [ "$suite" = matrix ] && [ -f "$logs/matrix.results" ]; then
+		while IFS=$'\t' read -r platform s r t c n; do
+			printf '%-24s %-7s %-8s %-7s%s\n' "  $platform $s" "$r" "$(fmt_time "$t")" "$c" "${n:+ ($n)}"
+		done <"$logs/matrix.results"
+	fi
 done
-printf '%-11s %-7s %-8s\n' total "" "$(fmt_time "$total")"
+printf '%-24s %-7s %-8s\n' total "" "$(fmt_time "$total")"
+# The default suites without the matrix: say that it did not run, and why.
+if [ "$suites" = " $default_suites" ]; then
+	toolchains_find "$here"
+	if [ -n "$TOOLCHAINS" ]; then
+		echo "matrix: not run: bash test/run.sh runs PostgreSQL 15 only; .ci/run, or bash test/run.sh matrix, adds the matrix of $TOOLCHAINS"
+	else
+		echo "matrix: skipped: $TOOLCHAINS_WHY"
+	fi
+fi
 if [ "$failed" -eq 0 ]; then
 	rm -rf "$logs"
 else

@@ -259,6 +259,28 @@ ordering_heap_inplace_update(Relation rel, HeapTuple newtup)
 }
 
 /*
+ * Mark a stack copy of an active snapshot, made for visibility checks
+ * during one call while the snapshot it was copied from stays active (and
+ * sharing its XID arrays), as in use for those checks.  18 asserts that
+ * every snapshot an MVCC check uses is registered or active
+ * (HeapTupleSatisfiesMVCC), as a guard against one freed while in use; the
+ * copy is neither, but lives only while its source is active, so it counts
+ * as active, as 18's reorderbuffer.c marks its own copies.  It is never
+ * pushed, popped, registered or freed.  Before 18 nothing checks, and the
+ * copy keeps counts of zero.
+ */
+static inline void
+ordering_snapshot_copy_in_use(Snapshot copy)
+{
+#if PG_VERSION_NUM >= 180000
+	copy->active_count = 1;
+#else
+	copy->active_count = 0;
+#endif
+	copy->regd_count = 0;
+}
+
+/*
  * Whether a role may execute a function.  16 replaced the per-class
  * pg_*_aclcheck() functions by object_aclcheck(class, object, ...).
  */

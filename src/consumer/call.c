@@ -157,6 +157,7 @@ consumer_decide(OwnedDecide decide, KeyDecision *kd, OwnedRel *positions)
 	OwnedRow	row;
 
 	handler_check_reentry(kd->key);
+	kd->positions = positions;
 	kd->snapshot = owned_decision_snapshot(&buf);
 	owned_advance(positions, kd->key, decide, kd, &row);
 }

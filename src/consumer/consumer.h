@@ -152,9 +152,11 @@ typedef struct KeyDecision
 	Datum		payload;
 	bool		payload_isnull;
 	OwnedRel   *parked;
+	OwnedRel   *positions;		/* set by consumer_decide() */
 	const Oid  *tables;			/* the call's (ConsumerCall.tables) */
 	Snapshot	snapshot;		/* the decision snapshot */
 	/* out */
+	ItemPointerData row_tid;	/* the position row's version read, if any */
 	KeyPlan		plan;
 	int64		position;		/* before */
 	int64		blocked_at;		/* before; 0 if not blocked */

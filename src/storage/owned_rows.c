@@ -107,8 +107,7 @@ extend_to_own_changes(Snapshot snapshot, SnapshotData *buf)
 {
 	*buf = *snapshot;
 	buf->curcid = GetCurrentCommandId(false) + 1;
-	buf->active_count = 0;
-	buf->regd_count = 0;
+	ordering_snapshot_copy_in_use(buf);
 	buf->copied = false;
 	return buf;
 }
