@@ -30,7 +30,7 @@ full_page_writes = off
 ordering.max_parked_per_resource = {max_parked}
 ordering.max_consumers = 100000
 ordering.max_streams = 100000
-ordering.gap_deadline = 0
+ordering.gap_deadline = '1s'
 deadlock_timeout = '100ms'
 log_min_messages = warning
 """
@@ -289,7 +289,7 @@ class ReplayLog:
             "-- A failing example of the model-based tester (test/model), " + self.seed_note,
             "-- Run it in an empty database of a server with shared_preload_libraries",
             "-- = 'ordering', max_prepared_transactions > 0 and",
-            "-- ordering.max_parked_per_resource = 4, ordering.gap_deadline = 0:",
+            "-- ordering.max_parked_per_resource = 4, ordering.gap_deadline = '1s':",
             "--   psql -X -d DB -f THIS.sql                       (one session)",
             "--   python3 test/model/replay.py 'dbname=DB' THIS.sql (any number of sessions)",
             "-- Each statement is marked with its session, what the model expected",

@@ -115,6 +115,8 @@ class Op:
         self.fn = fn
         self.read = read or (lambda res: None)
         self.copy_rows = copy_rows
+        self.compare = None      # compare(session, op, prediction, got)
+        self.after = None        # after(got): what the model learns from it
 
 
 def read_rows(res):
@@ -222,6 +224,9 @@ class OrderingMachine(RuleBasedStateMachine):
             self.fail(f"{session}: {op.name} did not wait for {sorted(prediction[1])}; "
                       f"the model says it must (got {res!r})\n{op.sql}")
         self.settle(session, op, prediction, res)
+        # a statement that failed in a transaction ended it (its locks are
+        # gone): what waited for it goes on
+        self.resume()
         return True
 
     def describe(self, prediction):
@@ -245,15 +250,40 @@ class OrderingMachine(RuleBasedStateMachine):
         if res.sqlstate:
             self.fail(f"{session}: {op.name}: expected {prediction[1]!r}, got {res!r}\n{op.sql}")
         got = op.read(res)
-        if got is not None and got != prediction[1]:
+        if op.compare is not None:
+            op.compare(session, op, prediction, got)
+        elif got is not None and got != prediction[1]:
             self.fail(f"{session}: {op.name}: expected {prediction[1]!r}, got {got!r}\n{op.sql}")
         self.model = prediction[4]
+        if op.after is not None:
+            op.after(got)
         keys = set(self.model.committed)
         for tx in self.model.txs.values():
             keys |= set(tx.overlay)
         for key in keys:
             if key[0] == "row":
                 self.handed_out.setdefault((M.STREAMS[key[1]], key[2]), set()).add(key[3])
+
+    def compare_sweep(self, session, op, prediction, got):
+        """A sweep requests every open gap whose oldest parked event is past
+        the deadline (1s on the test server), and nothing else: the gaps
+        whose events parked less than 2s ago may or may not be in it."""
+        gaps = prediction[1]
+        now = time.monotonic()
+        must = set()
+        for (c, r), gap in gaps.items():
+            con = self.model.committed.get(M.con_key(c, r))
+            seen = [self.parked_since.get((c, r, s), now) for s, _ in con.parked]
+            if seen and now - min(seen) > 2.0:
+                must.add((c, r))
+        returned = {(c, r): (lo, hi) for c, r, lo, hi in got}
+        for pair, gap in returned.items():
+            if gaps.get(pair) != gap:
+                self.fail(f"{session}: sweep_gaps requested {pair} {gap}; the open gaps are {gaps}")
+        if not must <= set(returned):
+            self.fail(f"{session}: sweep_gaps did not request {sorted(must - set(returned))}, "
+                      f"parked for over 2s with ordering.gap_deadline 1s (got {got})")
+        op.after = lambda got: M.requested(self.model, set(returned))
 
     def resume(self):
         """After a transaction ended: the waiting statement, if it may go
@@ -644,6 +674,7 @@ class OrderingMachine(RuleBasedStateMachine):
                 return M.sweep_gaps(view)
             op = Op("sweep_gaps", "SELECT consumer, resource_id, missing_from, missing_to"
                     " FROM ordering.sweep_gaps() ORDER BY 1, 2", fn, read_rows)
+            op.compare = self.compare_sweep
         self.send(session, op)
 
     @rule(data=st.data())
@@ -845,6 +876,8 @@ class OrderingMachine(RuleBasedStateMachine):
             self.fail(f"positions: database {sorted(got.items())}, model {sorted(want.items())}")
         got = sorted((a, b, s, canon(p)) for a, b, s, p in c.execute(
             "SELECT consumer, resource_id, seq, payload::text FROM ordering.parked"))
+        now = time.monotonic()
+        self.parked_since = {(a, b, s): self.parked_since.get((a, b, s), now) for a, b, s, _ in got}
         want = sorted((k[0], k[1], s, canon(p)) for k, v in cons.items() for s, p in v.parked)
         if got != want:
             self.fail(f"parked: database {got}, model {want}")

@@ -29,6 +29,16 @@ from driver import Driver, ReplayLog, Server  # noqa: E402
 from machine import Env, OrderingMachine, TimeUp  # noqa: E402
 
 
+def time_up_in(e):
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, TimeUp):
+            return e
+        seen.add(id(e))
+        e = e.__context__ or e.__cause__
+    return None
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bindir", required=True)
@@ -42,6 +52,9 @@ def main():
     print(f"model-based tester: seed {seed}, {a.minutes} minutes "
           f"(reproduce: bash test/model/run.sh --minutes {a.minutes:g} --seed {seed})", flush=True)
 
+    failing = os.path.join(a.workdir, "failing.sql")
+    if os.path.exists(failing):
+        os.remove(failing)
     server = Server(os.path.join(a.workdir, "server"), a.bindir, model.MAX_PARKED)
     server.init()
     with server.connect() as c:
@@ -69,8 +82,11 @@ def main():
     except TimeUp as e:
         if Env.failed_at is not None:
             failed = f"the failure below; {e}"
-    except Exception:
-        failed = traceback.format_exc()
+    except Exception as e:
+        # Hypothesis may wrap the end of the budget in an error of its own
+        time_up = time_up_in(e)
+        if time_up is None or Env.failed_at is not None:
+            failed = traceback.format_exc() if time_up is None else f"the failure below; {time_up}"
     elapsed = time.monotonic() - started
     ops = ", ".join(f"{k} {v}" for k, v in sorted(Env.ops.items()))
     print(f"{Env.examples} examples, {Env.steps} steps, {elapsed:.0f}s; statements: {ops}")

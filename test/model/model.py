@@ -194,6 +194,16 @@ class Model:
             if autocommit:
                 self.rollback(holder)
             else:
+                # PostgreSQL aborts the (sub)transaction at the error, not at
+                # the ROLLBACK typed after it: its work and locks since the
+                # innermost savepoint (or all of them) are gone at once
+                if tx.savepoints:
+                    _, overlay, gap_lock, con_writes = tx.savepoints[-1]
+                    tx.overlay = dict(overlay)
+                    tx.gap_lock, tx.con_writes = gap_lock, con_writes
+                else:
+                    tx.overlay = {}
+                    tx.gap_lock = tx.con_writes = False
                 tx.aborted = True
             raise
         self.last_touched = view.touched
@@ -414,6 +424,7 @@ def delete_row(view, table, resource, seq):
     if row.note == "nodelete":
         raise SqlError("P0001", why="BEFORE DELETE trigger raised")
     if row.note == "soft":
+        view.put(key, row)  # the row was locked for its trigger
         return 0
     view.put(key, None)
     if row.k is not None:
@@ -442,6 +453,7 @@ def update_row(view, table, resource, seq, v=None, part=None, renumber=False):
         if row.note == "nodelete":
             raise SqlError("P0001", why="BEFORE DELETE trigger raised")
         if row.note == "soft":
+            view.put(key, row)
             return 0
         if part not in (1, 2):
             raise SqlError("23514", why="no partition for the row")
@@ -643,16 +655,32 @@ def apply_if_newer(view, consumer, resource, seq):
     return True
 
 
+def _nothing_to_do(view, key, busy):
+    """An operator call that finds nothing to do in the committed state may
+    return at once or wait for the (consumer, resource)'s other calls: the
+    contract serializes the calls, and a call that does nothing decides
+    nothing."""
+    if key in view.overlay or busy(view.committed(key, Con())):
+        return False
+    view.may_lock(key)
+    return True
+
+
 def skip_gap(view, consumer, resource):
     key = con_key(consumer, resource)
+    if _nothing_to_do(view, key, lambda c: c.parked or c.dead):
+        return []
     view.lock(key)
     con = view.get(key, Con())
     parked = con.parked_dict()
     if con.dead is not None:
         parked = {s: p for s, p in parked.items() if s < con.dead.seq}
-    if not parked:
+    if parked:
+        lowest = min(parked)
+    elif con.dead is not None and con.dead.seq > con.pos + 1:
+        lowest = con.dead.seq      # the events missing below a dead letter
+    else:
         return []
-    lowest = min(parked)
     skipped = replace(con, pos=lowest - 1)
     new, ran = _drain(skipped, con.dead.seq if con.dead else None)
     _settle(view, key, con, new)
@@ -667,9 +695,18 @@ def dead_letter(view, consumer, resource, seq, payload):
     con = view.get(key, Con())
     if seq <= con.pos:
         raise SqlError("22023", why="at or below the position")
-    if con.dead is not None:
-        raise SqlError("55000", "22023", why="a dead letter exists")
     parked = con.parked_dict()
+    if con.dead is not None:
+        # not promised by the contract, chosen as the code does it: the
+        # same event again counts an attempt; an earlier one takes the
+        # block and the old dead event parks behind it
+        if seq > con.dead.seq:
+            raise SqlError("55000", why="behind the current dead letter")
+        if seq == con.dead.seq:
+            new = replace(con, dead=replace(con.dead, attempts=con.dead.attempts + 1))
+            _settle(view, key, con, new)
+            return
+        parked[con.dead.seq] = con.dead.payload
     parked.pop(seq, None)
     new = replace(con, dead=Dead(seq, payload, None),
                   parked=tuple(sorted(parked.items())))
@@ -678,6 +715,8 @@ def dead_letter(view, consumer, resource, seq, payload):
 
 def retry_dead_letter(view, consumer, resource, handler=False):
     key = con_key(consumer, resource)
+    if _nothing_to_do(view, key, lambda c: c.dead):
+        return 0 if handler else []
     view.lock(key)
     con = view.get(key, Con())
     dead = con.dead
@@ -708,6 +747,8 @@ def retry_dead_letter(view, consumer, resource, handler=False):
 
 def discard_dead_letter(view, consumer, resource):
     key = con_key(consumer, resource)
+    if _nothing_to_do(view, key, lambda c: c.dead):
+        return []
     view.lock(key)
     con = view.get(key, Con())
     dead = con.dead
@@ -730,7 +771,7 @@ def open_gap(con):
         if below:
             lowest = min(below)
         else:
-            return None
+            return None       # a gap below the block with nothing parked
     elif con.parked:
         lowest = con.parked[0][0]
     else:
@@ -741,17 +782,21 @@ def open_gap(con):
 
 
 def sweep_gaps(view):
-    """sweep_gaps() with gap_deadline 0, in a transaction of its own: every
-    committed open gap is requested (again)."""
-    out = []
+    """The open gaps a sweep may request: {(consumer, resource): (missing_from,
+    missing_to)}.  Which of them it must request depends on the age of the
+    parked events (ordering.gap_deadline), which the state machine knows."""
+    out = {}
     for key in view.keys("con"):
-        con = view.get(key)
-        gap = open_gap(con)
-        if gap is None:
-            continue
-        out.append((key[1], key[2]) + gap)
-        view.overlay[("req", key[1], key[2])] = True
-    return sorted(out)
+        gap = open_gap(view.get(key))
+        if gap is not None:
+            out[(key[1], key[2])] = gap
+    return out
+
+
+def requested(model, pairs):
+    """A committed sweep requested these (consumer, resource) pairs."""
+    for c, r in pairs:
+        model.committed[("req", c, r)] = True
 
 
 def newer_only_upsert(view, ident, version):
@@ -764,4 +809,5 @@ def newer_only_upsert(view, ident, version):
     if version > old:
         view.put(key, version)
         return 1
+    view.put(key, old)      # DO UPDATE locks the row; newer_only skips it
     return 0
