@@ -11,7 +11,9 @@
 #                               (test/upgrade.sh),
 #                               package: the Debian package built, checked with
 #                               lintian, unpacked into a sandbox and tested
-#                               (test/package.sh))
+#                               (test/package.sh),
+#                               model: the model-based random tester for
+#                               3 minutes with a new seed (test/model/run.sh))
 #   PG_CONFIG=/path/to/pg_config bash test/run.sh
 #                               the same against another PostgreSQL (15 or
 #                               later, built with --enable-tap-tests for tap);
@@ -53,7 +55,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$here/test/lib.sh"
 
 # Longest first, so that the short ones fill the gaps at the end.
-all_suites="valgrind tap package upgrade examples demo monitoring regress isolation lint"
+all_suites="valgrind tap package upgrade examples demo model monitoring regress isolation lint"
 requested=${*:-$all_suites}
 suites=
 for suite in $all_suites; do
@@ -90,6 +92,7 @@ for suite in $suites; do
 			fi
 			;;
 		upgrade) packages="$packages git" ;;
+		model) packages="$packages python3-hypothesis python3-psycopg" ;;
 		package) packages="$packages build-essential debhelper postgresql-server-dev-all lintian" ;;
 	esac
 done
@@ -207,6 +210,7 @@ run_suite() {
 		examples) bash "$here/examples/test.sh" ;;
 		upgrade) bash "$here/test/upgrade.sh" ;;
 		package) bash "$here/test/package.sh" ;;
+		model) bash "$here/test/model/run.sh" ;;
 	esac
 }
 
@@ -242,7 +246,7 @@ start_suite() {
 		# a pipeline to drain or a worker within a time limit, and fill
 		# the cores while those wait.
 		case "$suite" in
-			valgrind | lint | package | upgrade) renice -n 10 -p "$BASHPID" >/dev/null ;;
+			valgrind | lint | package | upgrade | model) renice -n 10 -p "$BASHPID" >/dev/null ;;
 		esac
 		cd /
 		run_suite "$suite"
@@ -265,7 +269,7 @@ done
 build_time=
 build_failed=0
 case "$suites" in
-	*regress* | *isolation* | *tap* | *demo* | *monitoring* | *examples* | *upgrade*)
+	*regress* | *isolation* | *tap* | *demo* | *monitoring* | *examples* | *upgrade* | *model*)
 		start=$SECONDS
 		sandbox_create "$here"
 		base=$SANDBOX

@@ -409,6 +409,38 @@ class OrderingMachine(RuleBasedStateMachine):
         self.send(session, op)
 
     @rule(data=st.data())
+    def insert_nested(self, data):
+        """A bulk statement whose rows insert events of their own in
+        subtransactions, some rolled back."""
+        session = self.draw_session(data)
+        if session is None:
+            return
+        n = data.draw(st.integers(1, 4), label="rows")
+        pairs = [(data.draw(st.sampled_from(RESOURCES), label="resource"),
+                  data.draw(st.booleans(), label="keep")) for _ in range(n)]
+        values = ", ".join(f"({q(r)}, {q(k)})" for r, k in pairs)
+        sql = (f"INSERT INTO t_plain (resource_id, note) SELECT r, model_inner(r, keep)"
+               f" FROM (VALUES {values}) AS v(r, keep) RETURNING seq")
+        self.send(session, Op("insert_nested", sql, lambda view: M.insert_nested(view, pairs),
+                              lambda res: [r[0] for r in res.rows]))
+
+    @rule(data=st.data())
+    def load_counter(self, data):
+        """A counter row inserted by hand, as docs/restore.md says to raise
+        counters past what was published: it never lowers one."""
+        session = self.draw_session(data)
+        if session is None:
+            return
+        stream = data.draw(st.sampled_from(["public.t_plain", "ordering.outbox", "free"]), label="stream")
+        resource = data.draw(st.sampled_from(RESOURCES), label="resource")
+        now = M.last_sequence(self.model.view(session), stream, resource)
+        value = data.draw(st.sampled_from(sorted({0, max(now - 1, 0), now, now + 2})), label="value")
+        sql = (f"INSERT INTO ordering.sequences (stream, resource_id, last_seq)"
+               f" VALUES ({q(stream)}, {q(resource)}, {value})")
+        self.send(session, Op("load_counter", sql,
+                              lambda view: M.load_counter(view, stream, resource, value), read_count))
+
+    @rule(data=st.data())
     def emit(self, data):
         session = self.draw_session(data)
         if session is None:

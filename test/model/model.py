@@ -394,6 +394,29 @@ def emit(view, resource, expected=None):
     return insert_rows(view, "outbox", [NewRow(resource, expected)])[0]
 
 
+def insert_nested(view, pairs):
+    """INSERT INTO t_plain ... SELECT r, model_inner(r, keep): each row's
+    inner insert (kept, or rolled back to its savepoint) comes before the
+    row itself.  Returns the outer rows' numbers."""
+    out = []
+    for r, keep in pairs:
+        if keep:
+            insert_rows(view, "t_plain", [NewRow(r, note="inner")])
+        else:
+            view.lock(("ctr", STREAMS["t_plain"], r))
+        out += insert_rows(view, "t_plain", [NewRow(r, note="kept" if keep else "rolled back")])
+    return out
+
+
+def load_counter(view, stream, resource, value):
+    """INSERT INTO ordering.sequences: an inserted counter row only ever
+    raises the counter (docs/restore.md, "Restoring an older state")."""
+    ckey = ("ctr", stream, resource)
+    view.lock(ckey)
+    view.put(ckey, max(view.get(ckey, 0), value))
+    return 0
+
+
 def next_sequence(view, stream, resource):
     if resource is None:
         raise SqlError("23502", why="NULL resource")

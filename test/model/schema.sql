@@ -107,3 +107,19 @@ CREATE TABLE proj (
 );
 CREATE TRIGGER newer_only BEFORE UPDATE ON proj
     FOR EACH ROW EXECUTE FUNCTION ordering.newer_only('version');
+
+-- Inserts an event of a resource from inside a statement, in a
+-- subtransaction that it keeps or rolls back (a savepoint rolled back in
+-- the middle of a bulk statement).
+CREATE FUNCTION model_inner(r text, keep boolean) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    BEGIN
+        INSERT INTO t_plain (resource_id, note) VALUES (r, 'inner');
+        IF NOT keep THEN
+            RAISE EXCEPTION 'undo';
+        END IF;
+    EXCEPTION WHEN raise_exception THEN
+        RETURN 'rolled back';
+    END;
+    RETURN 'kept';
+END $$;
