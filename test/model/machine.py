@@ -152,6 +152,8 @@ class OrderingMachine(RuleBasedStateMachine):
         self.restores = 0
         self.steps = 0
         self.handed_out = {}       # (stream, resource) -> numbers ever seen
+        self.parked_since = {}     # (consumer, resource, seq) -> when first seen committed
+        self.last_row = {}         # session -> (table, resource, seq, part) it last updated or deleted
         now = time.monotonic()
         if Env.failed_at is None and now > Env.deadline:
             raise TimeUp("budget spent")
@@ -359,6 +361,8 @@ class OrderingMachine(RuleBasedStateMachine):
             note = data.draw(st.sampled_from(["", "", "", "", "skip", "raise", "rewrite",
                                               "redirect", "nodelete", "soft"]), label="note")
             k = data.draw(st.sampled_from([None, None, "k1", "k2", "k3"]), label="k")
+            if note == "rewrite":
+                k = None        # a rewritten row's key conflict: not modelled
             part = 0
         else:
             note = data.draw(st.sampled_from(["", "", "nodelete", "soft"]), label="note")
@@ -378,6 +382,12 @@ class OrderingMachine(RuleBasedStateMachine):
         n = data.draw(st.integers(1, 4), label="rows")
         counts = {}
         rows = [self.draw_row(data, session, table, counts) for _ in range(n)]
+        again = self.last_row.get(session)
+        if again and again[0] == table and data.draw(st.booleans(), label="again"):
+            # the row this session last updated or deleted, inserted again
+            # with its number: an application retrying its own work
+            _, resource, seq, part = again
+            rows[0] = M.NewRow(resource, seq, part if table == "t_part" else 0)
         on_conflict = None
         if table == "t_plain" and form != "copy":
             on_conflict = data.draw(st.sampled_from([None, None, "nothing", "update"]), label="on_conflict")
@@ -513,6 +523,8 @@ class OrderingMachine(RuleBasedStateMachine):
                 row = view.get(M.row_key(table, resource, seq))
                 dest = to if to else (3 - row.part if row else 1)
                 return M.update_row(view, table, resource, seq, part=dest)
+        row = self.model.view(session).get(M.row_key(table, resource, seq))
+        self.last_row[session] = (table, resource, seq, row.part if row else 1)
         self.send(session, Op("update_" + kind, sql, fn, read_count))
 
     @rule(data=st.data())
@@ -524,6 +536,8 @@ class OrderingMachine(RuleBasedStateMachine):
         resource, seq = self.draw_row_key(data, session, table)
         name = "ordering.outbox" if table == "outbox" else table
         sql = f"DELETE FROM {name} WHERE resource_id = {q(resource)} AND seq = {seq}"
+        row = self.model.view(session).get(M.row_key(table, resource, seq))
+        self.last_row[session] = (table, resource, seq, row.part if row else 1)
         self.send(session, Op("delete", sql, lambda view: M.delete_row(view, table, resource, seq), read_count))
 
     @rule(data=st.data())

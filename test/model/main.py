@@ -45,7 +45,7 @@ def main():
     p.add_argument("--workdir", required=True)
     p.add_argument("--minutes", type=float, default=3.0)
     p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--steps", type=int, default=40, help="steps per example")
+    p.add_argument("--steps", type=int, default=30, help="steps per example")
     p.add_argument("--sessions", type=int, default=3)
     a = p.parse_args()
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1, 10**9)
