@@ -631,13 +631,20 @@ def _settle(view, key, before, after):
             view.gap_lock = True
 
 
+def trivial(con, seq):
+    """An event that the committed state says changes nothing (stale, the
+    dead letter again, parked already) changes nothing whatever a running
+    call of the same resource commits: the call may wait for it or not."""
+    return seq <= con.pos or (con.dead is not None and seq == con.dead.seq) \
+        or seq in con.parked_dict()
+
+
 def deliver(view, consumer, resource, seq, payload, handler=False,
             on_error="raise"):
     """deliver() in every form: returns the events run, [(seq, payload)]."""
     check_consumer_args(resource, seq)
     key = con_key(consumer, resource)
-    committed = view.committed(key, Con())
-    if seq <= committed.pos and key not in view.overlay:
+    if key not in view.overlay and trivial(view.committed(key, Con()), seq):
         view.may_lock(key)
         return []
     view.lock(key)
