@@ -416,6 +416,9 @@ def load_counter(view, stream, resource, value):
     """INSERT INTO ordering.sequences: an inserted counter row only ever
     raises the counter (docs/restore.md, "Restoring an older state")."""
     ckey = ("ctr", stream, resource)
+    if ckey not in view.overlay and value <= view.committed(ckey, 0):
+        view.may_lock(ckey)        # nothing to raise: it need not wait
+        return 0
     view.lock(ckey)
     view.put(ckey, max(view.get(ckey, 0), value))
     return 0
@@ -736,7 +739,8 @@ def dead_letter(view, consumer, resource, seq, payload):
         if seq > con.dead.seq:
             raise SqlError("55000", why="behind the current dead letter")
         if seq == con.dead.seq:
-            new = replace(con, dead=replace(con.dead, attempts=con.dead.attempts + 1))
+            new = replace(con, dead=replace(con.dead, attempts=con.dead.attempts + 1,
+                                            sqlstate=None))
             _settle(view, key, con, new)
             return
         parked[con.dead.seq] = con.dead.payload
