@@ -531,6 +531,26 @@ class OrderingMachine(RuleBasedStateMachine):
         self.send(session, Op("update_" + kind, sql, fn, read_count))
 
     @rule(data=st.data())
+    def redo_row(self, data):
+        """The row a session last updated or deleted, deleted or inserted
+        again with its number: what an application that retries its own
+        work does after a statement failed."""
+        session = self.draw_session(data)
+        if session is None or session not in self.last_row:
+            return
+        table, resource, seq, part = self.last_row[session]
+        if data.draw(st.booleans(), label="delete"):
+            sql = f"DELETE FROM {table} WHERE resource_id = {q(resource)} AND seq = {seq}"
+            self.send(session, Op("delete", sql, lambda view: M.delete_row(view, table, resource, seq), read_count))
+            return
+        row = M.NewRow(resource, seq, part if table == "t_part" else 0)
+        cols = "resource_id, seq" + (", part" if table == "t_part" else "")
+        vals = f"{q(resource)}, {seq}" + (f", {part}" if table == "t_part" else "")
+        sql = f"INSERT INTO {table} ({cols}) VALUES ({vals}) RETURNING seq"
+        self.send(session, Op("insert_again", sql, lambda view: M.insert_rows(view, table, [row]),
+                              lambda res: [r[0] for r in res.rows]))
+
+    @rule(data=st.data())
     def delete(self, data):
         session = self.draw_session(data)
         if session is None:
