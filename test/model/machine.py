@@ -539,8 +539,9 @@ class OrderingMachine(RuleBasedStateMachine):
         if session is None or session not in self.last_row:
             return
         table, resource, seq, part = self.last_row[session]
-        if data.draw(st.booleans(), label="delete"):
-            sql = f"DELETE FROM {table} WHERE resource_id = {q(resource)} AND seq = {seq}"
+        if table == "outbox" or data.draw(st.booleans(), label="delete"):
+            name = "ordering.outbox" if table == "outbox" else table
+            sql = f"DELETE FROM {name} WHERE resource_id = {q(resource)} AND seq = {seq}"
             self.send(session, Op("delete", sql, lambda view: M.delete_row(view, table, resource, seq), read_count))
             return
         row = M.NewRow(resource, seq, part if table == "t_part" else 0)
