@@ -17,7 +17,9 @@
 #                               (test/upgrade.sh),
 #                               package: the Debian package built, checked with
 #                               lintian, unpacked into a sandbox and tested
-#                               (test/package.sh))
+#                               (test/package.sh),
+#                               model: the model-based random tester for
+#                               3 minutes with a new seed (test/model/run.sh))
 #   PG_CONFIG=/path/to/pg_config bash test/run.sh
 #                               the same against another PostgreSQL (15 or
 #                               later, built with --enable-tap-tests for tap);
@@ -61,7 +63,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Longest first, so that the short ones fill the gaps at the end.  The
 # matrix (test/matrix.sh: other PostgreSQL majors and Citus, built from
 # source) runs only when named: .ci/run names it after the others.
-default_suites="valgrind tap package upgrade examples demo monitoring regress isolation lint"
+default_suites="valgrind tap package upgrade examples demo model monitoring regress isolation lint"
 all_suites="matrix $default_suites"
 # "default" names the suites of the command without arguments
 requested=${*:-default}
@@ -102,6 +104,7 @@ for suite in $suites; do
 			;;
 		upgrade) packages="$packages git" ;;
 		matrix) packages="$packages zstd" ;;
+		model) packages="$packages python3-hypothesis python3-psycopg" ;;
 		package) packages="$packages build-essential debhelper postgresql-server-dev-all lintian" ;;
 	esac
 done
@@ -185,6 +188,7 @@ run_suite() {
 		package) bash "$here/test/package.sh" ;;
 		# the platforms' own lines go to the summary
 		matrix) ORDERING_RESULTS=$logs/matrix.results bash "$here/test/matrix.sh" ;;
+		model) bash "$here/test/model/run.sh" ;;
 	esac
 }
 
@@ -220,7 +224,7 @@ start_suite() {
 		# a pipeline to drain or a worker within a time limit, and fill
 		# the cores while those wait.
 		case "$suite" in
-			valgrind | lint | package | upgrade) renice -n 10 -p "$BASHPID" >/dev/null ;;
+			valgrind | lint | package | upgrade | model) renice -n 10 -p "$BASHPID" >/dev/null ;;
 		esac
 		cd /
 		run_suite "$suite"
@@ -239,7 +243,7 @@ for suite in $suites; do
 done
 needs_build=0
 case "$suites" in
-	*regress* | *isolation* | *tap* | *demo* | *monitoring* | *examples* | *upgrade*) needs_build=1 ;;
+	*regress* | *isolation* | *tap* | *demo* | *monitoring* | *examples* | *upgrade* | *model*) needs_build=1 ;;
 esac
 # The matrix builds its toolchains (at nice 10) and the extension against
 # each; its Citus tests run on this PostgreSQL, from this run's build when
