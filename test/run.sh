@@ -325,7 +325,7 @@ summary_row() {
 }
 printf '%-24s %-7s %-8s %-7s\n' suite result time CPU
 if [ -n "$build_time" ]; then
-	summary_row build "" "$build_time" "$(cg_seconds build)"
+	summary_row build passed "$build_time" "$(cg_seconds build)"
 fi
 for suite in $suites; do
 	if [ "${status[$suite]}" -eq 0 ]; then
