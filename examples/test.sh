@@ -347,7 +347,7 @@ reset_server() {
 	                                  WHERE datname NOT IN ('postgres', 'template0', 'template1')"); do
 		as_reader dropdb --force "$db"
 	done
-	psql_db postgres -c "SELECT format('DROP OWNED BY %I; DROP ROLE %I', rolname, rolname)
+	psql_db postgres -c "SELECT format('DROP OWNED BY %I; DROP ROLE %I;', rolname, rolname)
 	                       FROM pg_roles WHERE rolname !~ '^pg_' AND rolname <> 'postgres'" |
 		psql_db postgres >/dev/null
 }
@@ -358,7 +358,7 @@ reset_server() {
 # source tree.  Every sh and sql block runs unless its fence says "norun:"
 # and why.
 run_docs() {
-	local rc=0 md name dir term log list n lang line ran skipped failed
+	local rc=0 md name dir term log list n lang line ran skipped failed size db
 	echo "examples: docs (the sh and sql blocks of docs/*.md, as printed)"
 	for md in "$src"/docs/*.md; do
 		name=$(basename "$md" .md)
@@ -366,8 +366,8 @@ run_docs() {
 		term=$work/docs.$name.term
 		log=$work/docs.$name.log
 		extract_blocks "$md" "$dir"
-		if ! list=$(runnable_blocks "$dir/index" 2>&1); then
-			echo "  FAIL  docs/$name.md: $list"
+		if ! list=$(runnable_blocks "$dir/index" 2>"$dir/errors"); then
+			sed "s|^|  FAIL  docs/$name.md: |" "$dir/errors"
 			rc=1
 			continue
 		fi
@@ -381,7 +381,16 @@ run_docs() {
 		ran=0 failed=0
 		while read -r n lang line; do
 			[ -n "$n" ] || continue
+			size=$(stat -c %s "$log")
 			if ! run_block "$term" "$dir/$n.$lang" shop "$log" "docs/$name.md" "$line"; then
+				failed=1
+				break
+			fi
+			# a psql of an sh block that reads a script goes on after an
+			# error and exits 0: what the block printed says
+			if tail -c +$((size + 1)) "$log" | grep -q 'ERROR:'; then
+				echo "  FAIL  docs/$name.md, the block at line $line printed an error:"
+				tail -c +$((size + 1)) "$log" | grep -A3 'ERROR:' | sed 's/^/        > /'
 				failed=1
 				break
 			fi
