@@ -124,6 +124,20 @@ installcheck-isolation: output_iso/specs
 installcheck-tap:
 	$(prove_installcheck)
 
+# tools/ordering-reconcile goes into PostgreSQL's bindir, beside psql, as
+# "ordering-reconcile".  Not PGXS's SCRIPTS: its uninstall would remove
+# bindir/tools/ordering-reconcile, a path install never wrote.
+TOOLS = tools/ordering-reconcile
+.PHONY: install-tools uninstall-tools
+install: install-tools
+uninstall: uninstall-tools
+install-tools:
+	$(MKDIR_P) '$(DESTDIR)$(bindir)'
+	$(INSTALL_SCRIPT) $(addprefix $(srcdir)/, $(TOOLS)) '$(DESTDIR)$(bindir)/'
+
+uninstall-tools:
+	rm -f $(addprefix '$(DESTDIR)$(bindir)'/, $(notdir $(TOOLS)))
+
 sql/ordering--$(EXTVERSION).sql: sql/ordering.sql sql/include.awk $(DEFINITIONS)
 	awk -f sql/include.awk $< >$@.tmp && mv $@.tmp $@
 

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 #
-# The examples suite of test/run.sh: the blocks of examples/README.md and
-# README.md run as printed, and each language's relay and step consumer
+# The examples suite of test/run.sh: the blocks of examples/README.md,
+# README.md and docs/*.md run as printed, and each language's relay and step consumer
 # (examples/python, go, node) checked end to end.
 #
 # 1. readme: README.md's sh and sql blocks, top to bottom, as the postgres
 #    user against a throwaway server with the library preloaded (its sql
 #    blocks in its database shop); a block whose fence says "norun" is
-#    skipped.  Also: README.md has at most 400 lines, its first code block
-#    is the two commands, and the relative links of README.md, docs/*.md,
-#    demo/README.md and examples/README.md name files that exist.
+#    skipped, and says why ("```sh norun: why").  Also: README.md has at
+#    most 400 lines, its first code block is the two commands, and the
+#    relative links of README.md, docs/*.md, demo/README.md and
+#    examples/README.md name files that exist.
+#    docs: the same for every page of docs/, each on a server reset to two
+#    databases with the extension, shop (where its sql blocks run) and
+#    billing.  A block that does not run must say why in its fence.
 # 2. python, go, node: for each language, on fresh databases, the blocks of
 #    examples/README.md's "Running them" (the setup, then the language's
 #    own: the last one, relay | pipe.py | consumer, runs until everything
@@ -30,7 +34,7 @@
 # throwaway server's socket directory (the README's connection strings
 # leave the host to it), HOME a directory of the sandbox.
 #
-#   bash examples/test.sh [readme] [python] [go] [node]
+#   bash examples/test.sh [readme] [docs] [python] [go] [node]
 #
 # Standalone it builds the extension into a sandbox of its own (test/lib.sh);
 # from test/run.sh it uses that run's sandbox.
@@ -40,11 +44,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=test/lib.sh
 . "$here/test/lib.sh"
 
-steps=${*:-readme python go node}
+steps=${*:-readme docs python go node}
 langs=""
 for step in $steps; do
 	case "$step" in
-		readme) ;;
+		readme | docs) ;;
 		python | go | node) langs="$langs $step" ;;
 		*) echo "examples/test.sh: unknown step: $step" >&2; exit 2 ;;
 	esac
@@ -118,8 +122,10 @@ server_started=1
 # Split a markdown file ($1) into its fenced code blocks, in directory $2:
 # NNN.LANG holds block NNN, and $2/index has one line per block: NNN, the
 # language (the fence's first word), its flag (the second word: "norun" or
-# nothing), the line where the block starts, and the "## " and "### "
-# headings it is under.
+# nothing), the line where the block starts, the "## " and "### " headings
+# it is under, and the reason a "norun" gives ("```sql norun: needs Citus").
+# A fence indented into a list item counts too; its indentation is taken
+# off the block's lines.
 extract_blocks() {
 	local md=$1 dir=$2
 	rm -rf "$dir"
@@ -127,21 +133,28 @@ extract_blocks() {
 	awk -v dir="$dir" '
 		!fence && /^## / { h2 = substr($0, 4); h3 = ""; next }
 		!fence && /^### / { h3 = substr($0, 5); next }
-		!fence && /^```/ {
+		!fence && /^ *```/ {
 			fence = 1; n++
-			split(substr($0, 4), w, " ")
-			lang = w[1]; flag = w[2]
+			indent = index($0, "```") - 1
+			info = substr($0, indent + 4)
+			split(info, w, " ")
+			lang = w[1]; flag = w[2]; reason = ""
+			sub(/:$/, "", flag)
+			if (flag == "norun") {
+				reason = info
+				sub(/^[^ ]* +norun:? */, "", reason)
+			}
 			file = sprintf("%s/%03d.%s", dir, n, lang == "" ? "txt" : lang)
 			printf "" >file
 			start = NR + 1
 			next
 		}
-		fence && /^```[ \t]*$/ {
+		fence && /^ *```[ \t]*$/ {
 			fence = 0; close(file)
-			printf "%03d\t%s\t%s\t%d\t%s\t%s\n", n, lang, flag, start, h2, h3 >(dir "/index")
+			printf "%03d\t%s\t%s\t%d\t%s\t%s\t%s\n", n, lang, flag, start, h2, h3, reason >(dir "/index")
 			next
 		}
-		fence { print >file }
+		fence { print (substr($0, 1, indent) ~ /^ *$/ ? substr($0, indent + 1) : $0) >file }
 		END { if (fence) { print "unclosed code block at the end" >"/dev/stderr"; exit 1 } }
 	' "$md"
 	touch "$dir/index"
@@ -200,12 +213,16 @@ new_log() {
 
 # The blocks of index file $1 that run (sh and sql, not norun), as "NNN
 # LANG LINE" lines; only those under heading "## $2" and "### $3" (""
-# for none) when given.  Fails on a flag other than norun.
+# for none) when given.  Fails on a flag other than norun, and on a norun
+# that does not say why.
 runnable_blocks() {
 	local index=$1 h2=${2-} h3=${3-}
 	awk -F '\t' -v h2="$h2" -v h3="$h3" -v sel="$#" '
 		($2 == "sh" || $2 == "sql") && $3 != "" && $3 != "norun" {
 			print "line " $4 ": unknown flag \"" $3 "\" (only norun)" >"/dev/stderr"; bad = 1
+		}
+		($2 == "sh" || $2 == "sql") && $3 == "norun" && $7 == "" {
+			print "line " $4 ": norun without a reason (\"norun: why not\")" >"/dev/stderr"; bad = 1
 		}
 		($2 == "sh" || $2 == "sql") && $3 == "" && (sel < 2 || ($5 == h2 && (sel < 3 || $6 == h3))) {
 			print $1, $2, $4
@@ -316,6 +333,79 @@ run_readme() {
 	if [ "$rc" = 0 ]; then
 		echo "  PASS  README.md: $ran sh and sql blocks ran as printed ($skipped marked norun)"
 	fi
+	return "$rc"
+}
+
+# ---------------------------------------------------------------------------
+# 1b. docs/*.md
+# ---------------------------------------------------------------------------
+
+# Back to a server with no database and no role of the readers' own.
+reset_server() {
+	local db
+	for db in $(psql_db postgres -c "SELECT datname FROM pg_database
+	                                  WHERE datname NOT IN ('postgres', 'template0', 'template1')"); do
+		as_reader dropdb --force "$db"
+	done
+	psql_db postgres -c "SELECT format('DROP OWNED BY %I; DROP ROLE %I;', rolname, rolname)
+	                       FROM pg_roles WHERE rolname !~ '^pg_' AND rolname <> 'postgres'" |
+		psql_db postgres >/dev/null
+}
+
+# Every page of docs/: its sh and sql blocks, top to bottom, as README.md's
+# run, each page on a server reset to databases shop and billing that have
+# the extension (sql blocks run in shop), in a terminal that starts in the
+# source tree.  Every sh and sql block runs unless its fence says "norun:"
+# and why.
+run_docs() {
+	local rc=0 md name dir term log list n lang line ran skipped failed size db
+	echo "examples: docs (the sh and sql blocks of docs/*.md, as printed)"
+	for md in "$src"/docs/*.md; do
+		name=$(basename "$md" .md)
+		dir=$work/docs.$name.blocks
+		term=$work/docs.$name.term
+		log=$work/docs.$name.log
+		extract_blocks "$md" "$dir"
+		if ! list=$(runnable_blocks "$dir/index" 2>"$dir/errors"); then
+			sed "s|^|  FAIL  docs/$name.md: |" "$dir/errors"
+			rc=1
+			continue
+		fi
+		reset_server
+		for db in shop billing; do
+			as_reader createdb "$db"
+			psql_db "$db" -c 'CREATE EXTENSION ordering'
+		done
+		new_terminal "$term" "$src"
+		new_log "$log"
+		ran=0 failed=0
+		while read -r n lang line; do
+			[ -n "$n" ] || continue
+			size=$(stat -c %s "$log")
+			if ! run_block "$term" "$dir/$n.$lang" shop "$log" "docs/$name.md" "$line"; then
+				failed=1
+				break
+			fi
+			# a psql of an sh block that reads a script goes on after an
+			# error and exits 0: what the block printed says
+			if tail -c +$((size + 1)) "$log" | grep -q 'ERROR:'; then
+				echo "  FAIL  docs/$name.md, the block at line $line printed an error:"
+				tail -c +$((size + 1)) "$log" | grep -A3 'ERROR:' | sed 's/^/        > /'
+				failed=1
+				break
+			fi
+			ran=$((ran + 1))
+		done <<<"$list"
+		skipped=$(awk -F '\t' '($2 == "sh" || $2 == "sql") && $3 == "norun"' "$dir/index" | wc -l)
+		if [ "$failed" = 0 ]; then
+			echo "  PASS  docs/$name.md: $ran sh and sql blocks ran as printed ($skipped marked norun)"
+		else
+			rc=1
+		fi
+	done
+	# what the pages set for the whole server
+	psql_db postgres -c 'ALTER SYSTEM RESET ordering.log_decisions' -c 'SELECT pg_reload_conf()' >/dev/null
+	reset_server
 	return "$rc"
 }
 
@@ -647,11 +737,11 @@ case " $steps " in
 	*" readme "*)
 		run_readme || rc=1
 		# what the README made is not the examples' business
-		for db in $(psql_db postgres -c "SELECT datname FROM pg_database
-		                                  WHERE datname NOT IN ('postgres', 'template0', 'template1')"); do
-			as_reader dropdb --force "$db"
-		done
+		reset_server
 		;;
+esac
+case " $steps " in
+	*" docs "*) run_docs || rc=1 ;;
 esac
 for lang in $langs; do
 	run_language "$lang" || rc=1

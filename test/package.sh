@@ -37,7 +37,7 @@ if [ "$PG_DEBIAN" != 1 ]; then
 	exit 0
 fi
 ensure_packages build-essential debhelper postgresql-server-dev-all lintian \
-	postgresql-$PG_MAJOR
+	postgresql-$PG_MAJOR python3-psycopg
 
 pkg=postgresql-$PG_MAJOR-ordering
 version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$here/ordering.control")
@@ -122,6 +122,14 @@ dpkg -e "$deb" "$work/control"
 (cd "$inst" && md5sum --quiet -c "$work/control/md5sums")
 so=$(dpkg -c "$deb" | awk '{ print substr($6, 2) }' | grep '/ordering\.so$')
 cmp "$inst$so" "$work/ordering/debian/$pkg$so"
+# tools/ordering-reconcile, in PostgreSQL's bindir, executable
+reconcile=$(pg_dir --bindir)/ordering-reconcile
+if ! dpkg -c "$deb" | awk '$1 ~ /^-..x/ { print substr($6, 2) }' | grep -qx "$reconcile"; then
+	echo "package: $deb has no executable $reconcile:" >&2
+	dpkg -c "$deb" >&2
+	exit 1
+fi
+cmp "$inst$reconcile" "$here/tools/ordering-reconcile"
 chown -R postgres: "$SANDBOX"
 
 # 4. The regression suite against the unpacked package
@@ -164,5 +172,15 @@ if [ "$ledger" != "$outbox" ]; then
 	echo "package: quick start: ledger $ledger, producer's events $outbox" >&2
 	exit 1
 fi
+# ... and the packaged ordering-reconcile on it: the ledger has every event
+echo "package: the packaged ordering-reconcile against the quick start"
+dsn="host=$work dbname=postgres user=postgres"
+as_postgres "$inst$reconcile" --producer "$dsn" --consumer "$dsn" --consumer-name ledger \
+	--dry-run >"$work/reconcile.out"
+grep -q '0 resources behind' "$work/reconcile.out" || {
+	echo "package: ordering-reconcile on the quick start:" >&2
+	cat "$work/reconcile.out" >&2
+	exit 1
+}
 as_postgres pg_ctl -D "$qs" -w stop >/dev/null
-echo "package: passed (ledger $ledger)"
+echo "package: passed (ledger $ledger; ordering-reconcile installed and run)"
