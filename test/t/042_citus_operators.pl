@@ -7,6 +7,11 @@
 #    on a worker, and leaves no counter behind; attach() on a worker of a
 #    table attached on the coordinator says to run it on the coordinator
 #    (0A000), not that a restore left its triggers.
+# 2. A consumer that is not distributed, called in a query over a
+#    distributed table (which Citus runs on the workers), is refused
+#    (0A000), in its single and batch forms, and writes nothing on any
+#    node; called in a statement of its own, on the coordinator or on a
+#    worker, it works.
 use strict;
 use warnings;
 use FindBin;
@@ -76,6 +81,55 @@ my $err = fails($w1, q{SELECT ordering.attach('events')}, '0A000',
 unlike($err, qr/restore/, '... and blames no restore');
 fails($coord, q{SELECT ordering.attach('events')}, '42710',
 	qr/is already attached/, 'attach() on the coordinator of an attached table');
+
+# ---------------------------------------------------------------------------
+# 2. A consumer that is not distributed, called where Citus carries a query
+# ---------------------------------------------------------------------------
+sql($coord, q{
+	CREATE TABLE feed (resource_id text NOT NULL, seq bigint NOT NULL);
+	SELECT create_distributed_table('feed', 'resource_id', colocate_with => 'events');
+	INSERT INTO feed SELECT 'r' || i, 1 FROM generate_series(1, 20) i;
+});
+is(sql($coord, q{
+	SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_shard s USING (shardid)
+	 WHERE s.logicalrelid = 'feed'::regclass AND p.groupid = 0}),
+	'0', 'the coordinator holds no shard of the table: a query over it runs on the workers');
+
+my %calls = (
+	'apply_if_newer()' =>
+	  q{SELECT ordering.apply_if_newer('pdc', resource_id, seq) FROM feed},
+	'deliver()' =>
+	  q{SELECT ordering.deliver('pdc', resource_id, seq, '{}') FROM feed},
+	'position()' =>
+	  q{SELECT ordering.position('pdc', resource_id) FROM feed},
+	'deliver_batch()' => q{
+	SELECT ordering.deliver_batch('pdc', ARRAY[resource_id], ARRAY[seq], ARRAY['{}'::jsonb]) FROM feed});
+for my $call (sort keys %calls)
+{
+	fails($coord, $calls{$call}, '0A000',
+		qr/a call of consumer "pdc" cannot be made from a query that Citus runs on another node/,
+		"a local consumer's $call in a query over a distributed table");
+}
+$cluster->each_node(sub {
+	my ($node) = @_;
+	is(sql($node, q{SELECT count(*) FROM ordering.positions WHERE consumer = 'pdc'})
+		  . '/' . sql($node, q{SELECT count(*) FROM ordering.parked WHERE consumer = 'pdc'}),
+		'0/0', 'no position or parked event of the consumer on ' . $node->name);
+});
+
+# in a statement of its own, where the application calls it
+is(sql($coord, q{SELECT ordering.apply_if_newer('pdc', 'r1', 1)}), 't',
+	'the local consumer on the coordinator');
+is(sql($w1, q{SELECT seq FROM ordering.deliver('pdc', 'r1', 1, '{}')}), '1',
+	'a local consumer of a worker, called on the worker');
+is(sql($coord, q{SELECT ordering.position('pdc', 'r1')}), '1',
+	'each node keeps its own local consumer');
+# a distributed table's rows fed to it on the coordinator: read first, by a
+# CTE that Citus runs on its own, then the consumer in the local query
+is(sql($coord, q{
+	WITH f AS MATERIALIZED (SELECT resource_id, seq FROM feed WHERE resource_id <> 'r1')
+	SELECT count(*) FILTER (WHERE ordering.apply_if_newer('pdc', f.resource_id, f.seq)) FROM f}),
+	'19', 'rows of a distributed table fed to the consumer on the coordinator');
 
 $cluster->stop;
 done_testing();
