@@ -12,6 +12,11 @@
 #    (0A000), in its single and batch forms, and writes nothing on any
 #    node; called in a statement of its own, on the coordinator or on a
 #    worker, it works.
+# 3. Statistics of transactions prepared for two-phase commit: what Citus
+#    commits in two phases (a transaction on two workers, a multi-row
+#    INSERT, an INSERT ... SELECT) is counted; on one node, PREPARE
+#    TRANSACTION, a restart, then COMMIT PREPARED counts and ROLLBACK
+#    PREPARED does not.
 use strict;
 use warnings;
 use FindBin;
@@ -130,6 +135,76 @@ is(sql($coord, q{
 	WITH f AS MATERIALIZED (SELECT resource_id, seq FROM feed WHERE resource_id <> 'r1')
 	SELECT count(*) FILTER (WHERE ordering.apply_if_newer('pdc', f.resource_id, f.seq)) FROM f}),
 	'19', 'rows of a distributed table fed to the consumer on the coordinator');
+
+# ---------------------------------------------------------------------------
+# 3. Statistics of transactions prepared for two-phase commit
+# ---------------------------------------------------------------------------
+# The numbers a stream assigned, added up over the nodes.
+sub assigned
+{
+	my ($stream) = @_;
+	my $sum = 0;
+	$cluster->each_node(sub {
+		$sum += sql($_[0], qq{
+			SELECT coalesce(sum(sequences_assigned), 0) FROM ordering.stream_stats
+			 WHERE stream = '$stream'});
+	});
+	return $sum;
+}
+
+sql($coord, q{
+	CREATE TABLE tx_events (id bigserial, resource_id text NOT NULL, seq bigint,
+	                        PRIMARY KEY (resource_id, id));
+	SELECT create_distributed_table('tx_events', 'resource_id', shard_count => 4);
+	SELECT ordering.attach('tx_events');
+});
+# two resources whose shards are on different workers
+my ($res_a, $res_b) = split /\n/, sql($coord, q{
+	WITH r AS (SELECT 'tx-' || i AS resource_id,
+	                  (SELECT p.groupid FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+	                    WHERE s.logicalrelid = 'tx_events'::regclass
+	                      AND s.shardid = get_shard_id_for_distribution_column('tx_events', 'tx-' || i)) AS g
+	             FROM generate_series(1, 100) i)
+	SELECT (SELECT resource_id FROM r WHERE g = (SELECT min(g) FROM r) LIMIT 1)
+	UNION ALL
+	SELECT (SELECT resource_id FROM r WHERE g = (SELECT max(g) FROM r) LIMIT 1)});
+sql($coord, qq{
+	BEGIN;
+	INSERT INTO tx_events (resource_id) VALUES ('$res_a');
+	INSERT INTO tx_events (resource_id) VALUES ('$res_b');
+	COMMIT;
+	INSERT INTO tx_events (resource_id) VALUES ('$res_a'), ('$res_b'), ('$res_a');
+	INSERT INTO tx_events (resource_id) SELECT 'bulk-' || (i % 97) FROM generate_series(1, 1000) i;
+});
+is(assigned('public.tx_events'), sql($coord, q{SELECT count(*) FROM tx_events}),
+	'statistics count the numbers of transactions Citus commits in two phases: '
+	  . 'one on two workers, a multi-row INSERT, an INSERT ... SELECT of 1,000 rows');
+
+# On one node: PREPARE TRANSACTION, a restart, then COMMIT PREPARED counts,
+# ROLLBACK PREPARED does not; producer and consumer counts alike.
+sql($w1, q{
+	CREATE TABLE local_ev (id bigserial PRIMARY KEY, resource_id text NOT NULL, seq bigint);
+	SELECT ordering.attach('local_ev');
+	BEGIN;
+	INSERT INTO local_ev (resource_id) VALUES ('a'), ('a'), ('b');
+	SELECT ordering.apply_if_newer('prep_c', 'a', 1);
+	PREPARE TRANSACTION 'ordering_kept';
+	BEGIN;
+	INSERT INTO local_ev (resource_id) VALUES ('c');
+	SELECT ordering.apply_if_newer('prep_c', 'c', 1);
+	PREPARE TRANSACTION 'ordering_dropped';
+});
+is(sql($w1, q{SELECT count(*) FROM ordering.stream_stats WHERE stream = 'public.local_ev'}),
+	'0', 'a prepared transaction is not counted before it commits');
+$w1->restart;
+sql($w1, q{COMMIT PREPARED 'ordering_kept'});
+sql($w1, q{ROLLBACK PREPARED 'ordering_dropped'});
+is(sql($w1, q{
+	SELECT (SELECT sequences_assigned FROM ordering.stream_stats WHERE stream = 'public.local_ev')
+	       || '/' || (SELECT events_applied FROM ordering.stats WHERE consumer = 'prep_c')}),
+	'3/1', 'COMMIT PREPARED after a restart counts the prepared transaction, ROLLBACK PREPARED does not');
+is(sql($w1, q{SELECT count(*) FROM pg_ls_dir('pg_stat') f WHERE f LIKE 'ordering_prepared_%'}),
+	'0', 'nothing is left of the prepared transactions');
 
 $cluster->stop;
 done_testing();
