@@ -47,6 +47,7 @@ OBJS = \
 	src/citus/citus_consumers.o \
 	src/stats/stats.o \
 	src/stats/stats_shmem.o \
+	src/stats/stats_prepared.o \
 	src/stats/stats_views.o \
 	src/stats/sketch.o \
 	src/stats/decision_log.o \

@@ -93,6 +93,22 @@ RESET ROLE;
 DROP OWNED BY regress_cc_nobody, regress_cc_monitor, regress_cc_operator;
 DROP ROLE regress_cc_nobody, regress_cc_monitor, regress_cc_operator;
 
+-- A consumer that is not distributed, called where Citus carried a query
+-- from another node (a consumer function in a query over a distributed
+-- table runs on the workers, in sessions Citus names "citus_internal"):
+-- refused, its single and batch forms, and nothing is written.
+SET application_name = 'citus_internal gpid=10000000123';
+SELECT try_call(q) AS carried_here
+  FROM (VALUES ($$SELECT ordering.apply_if_newer('carried', 'r', 1)$$),
+               ($$SELECT * FROM ordering.deliver('carried', 'r', 1, '{}')$$),
+               ($$SELECT ordering.position('carried', 'r')$$),
+               ($$SELECT * FROM ordering.deliver_batch('carried', ARRAY['r'], ARRAY[1::bigint], ARRAY['{}'::jsonb])$$)) v(q);
+RESET application_name;
+SELECT count(*) AS carried_positions FROM ordering.positions WHERE consumer = 'carried';
+-- and in a session of its own, where the application calls it
+SELECT ordering.apply_if_newer('carried', 'r', 1) AS called_here;
+DELETE FROM ordering.positions WHERE consumer = 'carried';
+
 DROP FUNCTION try_call(text), noop(text, bigint, jsonb);
 DELETE FROM ordering.parked WHERE consumer IN ('billing', 'ledger');
 DELETE FROM ordering.positions WHERE consumer IN ('billing', 'ledger');

@@ -48,18 +48,25 @@ BEGIN
     END;
 END
 $$;
--- a prepared transaction is not counted (its commit happens elsewhere)
+-- a prepared transaction is counted by COMMIT PREPARED (in any session),
+-- not before, and not at all when rolled back
 BEGIN;
 SELECT ordering.emit('s-5', 'e', '{}');
 PREPARE TRANSACTION 'stats_prepared';
+SELECT stream, sequences_assigned AS before_commit_prepared
+  FROM ordering.stream_stats WHERE stream = 'ordering.outbox';
 COMMIT PREPARED 'stats_prepared';
+BEGIN;
+SELECT ordering.emit('s-6', 'e', '{}'), ordering.emit('s-6', 'e', '{}');
+PREPARE TRANSACTION 'stats_rolled_back';
+ROLLBACK PREPARED 'stats_rolled_back';
 -- a stream used only in a rolled-back savepoint does not show up
 BEGIN;
 SAVEPOINT x;
 SELECT ordering.next_sequence('rolled back', 'r');
 ROLLBACK TO SAVEPOINT x;
 COMMIT;
--- ordering.outbox: 3 + 2 (savepoints two, three) + 1 (DO) = 6
+-- ordering.outbox: 3 + 2 (savepoints two, three) + 1 (DO) + 1 (prepared) = 7
 -- stats "stream": 3
 SELECT stream, sequences_assigned FROM ordering.stream_stats ORDER BY stream;
 

@@ -211,6 +211,30 @@ route_check_reachable(text *consumer, int64 shardid)
 }
 
 /*
+ * A call of a consumer that is not distributed runs here, on the
+ * extension's own tables of this node, unless a query that Citus runs on
+ * behalf of another node carried it here (a consumer function called in a
+ * query over a distributed table runs on the nodes of its shards): the
+ * consumer's state is on the node the application called it on, and
+ * writing this node's copy would apply the event a second time there.
+ * Refused as route_check_reachable() refuses a distributed consumer's call
+ * that Citus would not delegate.  Costs a comparison of the session's
+ * application_name, which Citus sets for its own connections.
+ */
+static bool
+route_local(text *consumer)
+{
+	if (unlikely(citus_internal_backend()))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a call of consumer \"%s\" cannot be made from a query that Citus runs on another node",
+						text_to_cstring(consumer)),
+				 errdetail("The consumer is not distributed: its state is in the tables of the node where it is called, not of the node Citus ran this query on."),
+				 errhint("Call the consumer functions in a statement that reads no distributed table, or distribute the consumer with ordering.distribute_consumer().")));
+	return false;
+}
+
+/*
  * Refuse a call made on the node of a resource, by the call running there
  * or its handler, for another consumer or resource (README.md).
  */
@@ -252,7 +276,7 @@ citus_route_call(FunctionCallInfo fcinfo, char op, ConsumerCall *call,
 	int			ret;
 
 	if (!citus_consumers_possible())
-		return false;
+		return route_local(consumer);
 	if (here != NULL)
 	{
 		/* we are the call on the resource's node, or a handler of it */
@@ -264,7 +288,7 @@ citus_route_call(FunctionCallInfo fcinfo, char op, ConsumerCall *call,
 	}
 	positions = citus_consumer_positions(consumer);
 	if (!OidIsValid(positions))
-		return false;
+		return route_local(consumer);
 
 	citus_consumer_lock_resource(positions, resource, &table, &shard);
 	route_check_reachable(consumer, shard.shardid);
@@ -516,7 +540,7 @@ citus_route_batch(FunctionCallInfo fcinfo, char op, const BatchEvent *batch,
 	int			save_nestlevel;
 
 	if (!citus_consumers_possible())
-		return false;
+		return route_local(consumer);
 	if (here != NULL)
 	{
 		/* a part, on its node */
@@ -528,7 +552,7 @@ citus_route_batch(FunctionCallInfo fcinfo, char op, const BatchEvent *batch,
 	}
 	positions = citus_consumer_positions(consumer);
 	if (!OidIsValid(positions))
-		return false;
+		return route_local(consumer);
 
 	events = route_batch_events(batch, n, op, positions);
 	citus_consumer_tag(consumer, tag);

@@ -445,6 +445,9 @@ counter_next_of_stream(text *stream, text *resource)
 
 	if (!OidIsValid(counters))
 		return counter_next_in(InvalidOid, stream, resource);
+	/* the keys one node refuses, refused before the counter row is made */
+	owned_check_key_length(stream, "stream");
+	owned_check_key_length(resource, "resource_id");
 	if (counter_next_held(stream, resource, &seq))
 		return seq;
 	return citus_counter_next(counters, stream, resource);

@@ -16,6 +16,7 @@
 #include "miscadmin.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -23,6 +24,7 @@
 #include "settings.h"
 #include "sketch.h"
 #include "stats.h"
+#include "stats_prepared.h"
 #include "stats_shmem.h"
 
 PG_FUNCTION_INFO_V1(ordering_count_reconciled);
@@ -128,6 +130,11 @@ static hotindex_hash *hot_index = NULL;
 static bool hot_indexed = false;	/* hot_index holds the log's keys */
 static bool warned_full = false;
 static bool warned_sketches = false;
+
+/* The GID of the PREPARE TRANSACTION of the running transaction, or "" */
+static char preparing_gid[GIDSIZE];
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /*
  * The pending counters of (kind, name) at the current nesting level,
@@ -741,11 +748,193 @@ ordering_stats_sequence_conflict(const char *stream)
 }
 
 /*
- * Transaction callback: publish at commit, forget on abort and prepare.
+ * The pending counts of the transaction being prepared, as a record for
+ * stats_prepared.c to keep until COMMIT PREPARED: a PreparedCountsHeader,
+ * then each entry that counted something (kind, name, its frames added
+ * up), then the hot log, each entry naming its owner by rank.  At PREPARE
+ * every subtransaction has ended, so each entry has one frame at most and
+ * the hot log is at level 1.  Runs in the XACT_EVENT_PREPARE callback,
+ * where an error would hit a transaction that is prepared already: the
+ * record is allocated without raising, and NULL (nothing kept) when there
+ * is no memory for it.  Its length goes to *len.
+ */
+static char *
+pending_save(Size *len)
+{
+	static const Counters zero_counters;
+	PreparedCountsHeader *hdr;
+	PreparedCountsEntry *entries;
+	PreparedCountsHot *hot;
+	char	   *record;
+
+	record = MemoryContextAllocExtended(TopTransactionContext,
+										PREPARED_COUNTS_SIZE(pending_ndirty, hot_n),
+										MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM |
+										MCXT_ALLOC_ZERO);
+	if (record == NULL)
+		return NULL;
+	hdr = (PreparedCountsHeader *) record;
+	entries = (PreparedCountsEntry *) (record + sizeof(PreparedCountsHeader));
+	hdr->magic = PREPARED_COUNTS_MAGIC;
+	hdr->dbid = MyDatabaseId;
+
+	for (int i = 0; i < pending_ndirty; i++)
+		pending_dirty[i]->hot = false;
+	for (int i = 0; i < hot_n; i++)
+		if (hot_log[i].n > 0)
+			hot_log[i].owner->hot = true;
+	for (int i = 0; i < pending_ndirty; i++)
+	{
+		PendingEntry *e = pending_dirty[i];
+		PreparedCountsEntry *pe = &entries[hdr->entries];
+
+		e->shared = NULL;
+		for (PendingFrame *f = e->top; f != NULL; f = f->next)
+			add_counters(&pe->c, &f->c);
+		if (!e->hot && memcmp(&pe->c, &zero_counters, sizeof(Counters)) == 0)
+			continue;
+		pe->kind = e->key.kind;
+		memcpy(pe->name, e->key.name, sizeof(pe->name));
+		/* the entry's rank + 1, for the hot log below */
+		e->shared = (void *) (uintptr_t) ++hdr->entries;
+	}
+
+	/* the hot log goes right after the entries kept */
+	hot = (PreparedCountsHot *) (entries + hdr->entries);
+	for (int i = 0; i < hot_n; i++)
+	{
+		PendingHot *h = &hot_log[i];
+		PreparedCountsHot *ph = &hot[hdr->hot];
+
+		if (h->n == 0 || h->owner->shared == NULL)
+			continue;
+		ph->owner = (int32) (uintptr_t) h->owner->shared - 1;
+		ph->hash = h->hash;
+		ph->n = h->n;
+		memcpy(ph->id, h->id, sizeof(ph->id));
+		hdr->hot++;
+	}
+	for (int i = 0; i < pending_ndirty; i++)
+		pending_dirty[i]->shared = NULL;
+	*len = PREPARED_COUNTS_SIZE(hdr->entries, hdr->hot);
+	return record;
+}
+
+/*
+ * Add the counts of a prepared transaction (pending_save()'s record, "len"
+ * bytes, checked by stats_prepared.c) to the pending counts of the running
+ * one, which publishes them at its commit: COMMIT PREPARED's own
+ * transaction.
+ */
+static void
+pending_load(const char *data, Size len)
+{
+	const PreparedCountsHeader *hdr = (const PreparedCountsHeader *) data;
+	const PreparedCountsEntry *entries;
+	const PreparedCountsHot *hot;
+	PendingEntry **owners;
+
+	if (stats_shared == NULL || !IsTransactionState())
+		return;
+	Assert(len == PREPARED_COUNTS_SIZE(hdr->entries, hdr->hot));
+	entries = (const PreparedCountsEntry *) (data + sizeof(PreparedCountsHeader));
+	hot = (const PreparedCountsHot *) (entries + hdr->entries);
+	owners = palloc(Max(hdr->entries, 1) * sizeof(PendingEntry *));
+	for (int i = 0; i < hdr->entries; i++)
+	{
+		const PreparedCountsEntry *pe = &entries[i];
+
+		/* a file is read back: its names end inside it, its kinds are ours */
+		owners[i] = NULL;
+		if ((pe->kind != PENDING_CONSUMER && pe->kind != PENDING_STREAM) ||
+			memchr(pe->name, '\0', sizeof(pe->name)) == NULL)
+			continue;
+		add_counters(pending_counters(pe->kind, pe->name), &pe->c);
+		owners[i] = pending_last;
+	}
+	for (int i = 0; i < hdr->hot; i++)
+	{
+		if (hot[i].owner < 0 || hot[i].owner >= hdr->entries ||
+			owners[hot[i].owner] == NULL || ordering_hot_sketches == 0)
+			continue;
+		pending_hot_add(owners[hot[i].owner], GetCurrentTransactionNestLevel(),
+						hot[i].hash, hot[i].id,
+						strnlen(hot[i].id, ORDERING_HOT_ID_LEN - 1), hot[i].n);
+	}
+	pfree(owners);
+}
+
+/*
+ * COMMIT PREPARED (commit) or ROLLBACK PREPARED of a GID succeeded: its
+ * counts are published with the running transaction's, or dropped.  The
+ * prepared transaction is committed already: nothing here raises.
+ */
+static void
+prepared_finish(const char *gid, bool commit)
+{
+	Size		len;
+	char	   *record = stats_prepared_take(gid, &len);
+
+	if (record == NULL)
+		return;
+	if (commit)
+		pending_load(record, len);
+	pfree(record);
+}
+
+/*
+ * ProcessUtility hook: PREPARE TRANSACTION names the GID that the
+ * XACT_EVENT_PREPARE callback, when the statement ends, keeps the counts
+ * under (the callbacks are not told it); COMMIT PREPARED and ROLLBACK
+ * PREPARED, once they succeeded, publish or drop what was kept.
+ */
+static void
+stats_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					 bool readOnlyTree, ProcessUtilityContext context,
+					 ParamListInfo params, QueryEnvironment *queryEnv,
+					 DestReceiver *dest, QueryCompletion *qc)
+{
+	TransactionStmt *stmt = NULL;
+
+	if (IsA(pstmt->utilityStmt, TransactionStmt))
+		stmt = (TransactionStmt *) pstmt->utilityStmt;
+	if (stmt != NULL && stmt->kind == TRANS_STMT_PREPARE)
+		strlcpy(preparing_gid, stmt->gid, sizeof(preparing_gid));
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+	if (stmt != NULL && (stmt->kind == TRANS_STMT_COMMIT_PREPARED ||
+						 stmt->kind == TRANS_STMT_ROLLBACK_PREPARED))
+		prepared_finish(stmt->gid, stmt->kind == TRANS_STMT_COMMIT_PREPARED);
+}
+
+/*
+ * Transaction callback: publish at commit, forget on abort; at prepare,
+ * keep the counts under the transaction's GID (stats_prepared.c) for
+ * COMMIT PREPARED to publish.  The GID is forgotten at every end.
  */
 static void
 stats_xact_callback(XactEvent event, void *arg)
 {
+	if (event == XACT_EVENT_PREPARE && pending_ndirty > 0 &&
+		preparing_gid[0] != '\0')
+	{
+		Size		len;
+		char	   *record = pending_save(&len);
+
+		if (record != NULL)
+		{
+			stats_prepared_keep(preparing_gid, record, len);
+			pfree(record);
+		}
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		preparing_gid[0] = '\0';
 	if (pending_ndirty == 0)
 		return;
 	switch (event)
@@ -854,7 +1043,8 @@ stats_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 /*
  * Called from _PG_init: when preloaded, reserve shared memory and install
- * the transaction callbacks.  Otherwise the hooks stay no-ops.
+ * the transaction callbacks and the ProcessUtility hook of prepared
+ * transactions.  Otherwise the hooks stay no-ops.
  */
 void
 ordering_stats_init(void)
@@ -863,6 +1053,8 @@ ordering_stats_init(void)
 		return;
 
 	stats_shmem_init();
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = stats_ProcessUtility;
 
 	RegisterXactCallback(stats_xact_callback, NULL);
 	RegisterSubXactCallback(stats_subxact_callback, NULL);

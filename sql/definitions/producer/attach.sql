@@ -77,6 +77,16 @@ BEGIN
         RAISE EXCEPTION 'stream name must not be empty'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- 1.2, Citus: a table distributed by hash on its resource column gets
+    -- counters co-located with it ("Citus: producers"); every other shape
+    -- Citus makes is refused with 0A000 and a hint, before anything is made
+    -- (only where Citus is: one node never calls into these functions).
+    -- 1.3: before the triggers are looked at, since a worker's shell of an
+    -- attached table carries Citus's copies of them and no registry row:
+    -- there the answer is "run it on the coordinator", not a restore.
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        distributed := ordering_internal.citus_attach_check(tbl, resource_column);
+    END IF;
     IF EXISTS (SELECT FROM pg_catalog.pg_trigger t
                 WHERE t.tgrelid OPERATOR(pg_catalog.=) tbl
                   AND t.tgname OPERATOR(pg_catalog.=) 'ordering_sequence') THEN
@@ -96,13 +106,6 @@ BEGIN
         RAISE EXCEPTION 'relation "%" is already attached', tbl
             USING ERRCODE = 'duplicate_object',
                   HINT = 'Call ordering.detach() first to change how it is sequenced.';
-    END IF;
-    -- 1.2, Citus: a table distributed by hash on its resource column gets
-    -- counters co-located with it ("Citus: producers"); every other shape
-    -- Citus makes is refused with 0A000 and a hint, before anything is made
-    -- (only where Citus is: one node never calls into these functions)
-    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-        distributed := ordering_internal.citus_attach_check(tbl, resource_column);
     END IF;
     -- Re-attaching continues the stream the table had.
     SELECT a.stream INTO known_stream FROM ordering.attachments a
