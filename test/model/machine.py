@@ -553,6 +553,38 @@ class OrderingMachine(RuleBasedStateMachine):
         self.send(session, Op("update_" + kind, sql, fn, read_count))
 
     @rule(data=st.data())
+    def move_then_redo(self, data):
+        """An application that moves a row between partitions and, after
+        the move, inserts the row again with its number, in the same
+        session: the insert must be refused (40001) whatever the move did
+        (a BEFORE DELETE trigger that raised or kept the row, no partition
+        for it, or a move that succeeded)."""
+        session = self.draw_session(data)
+        if session is None:
+            return
+        view = self.model.view(session)
+        keys = [k for k in view.keys("row") if k[1] == "t_part"]
+        if not keys:
+            return
+        key = data.draw(st.sampled_from(keys), label="row")
+        _, table, resource, seq = key
+        part = view.get(key).part
+        to = data.draw(st.sampled_from([3 - part, 3]), label="to")
+        self.last_row[session] = (table, resource, seq, part)
+        sql = f"UPDATE t_part SET part = {to} WHERE resource_id = {q(resource)} AND seq = {seq}"
+        if not self.send(session, Op("update_move", sql,
+                                     lambda view: M.update_row(view, table, resource, seq, part=to),
+                                     read_count)):
+            return
+        if self.waiting is not None and self.waiting[0] == session:
+            return
+        row = M.NewRow(resource, seq, part)
+        sql = (f"INSERT INTO t_part (resource_id, seq, part) VALUES ({q(resource)}, {seq}, {part})"
+               f" RETURNING seq")
+        self.send(session, Op("insert_again", sql, lambda view: M.insert_rows(view, table, [row]),
+                              lambda res: [r[0] for r in res.rows]))
+
+    @rule(data=st.data())
     def redo_row(self, data):
         """The row a session last updated or deleted, deleted or inserted
         again with its number: what an application that retries its own
