@@ -90,7 +90,12 @@ for patch in "$here"/test/mutations/*.patch; do
 		continue
 	fi
 	found=$(sed -n 's/^FAILED: found after \([0-9]*s\), shrunk in \([0-9]*s\).*/found after \1 (shrunk in \2)/p' "$log")
-	result[$name]=${found:-failed: $(tail -n 1 "$log")}
+	# the shrunk example's length: its statements and operations, not the
+	# notes that a waiting statement finished
+	length=$(grep '^--@ ' "$SANDBOX/model/failing.sql" 2>/dev/null |
+		grep -vc 'the waiting statement finished' || true)
+	result[$name]=${found:+$found, $length steps}
+	result[$name]=${result[$name]:-failed: $(tail -n 1 "$log")}
 	echo "$(date +%T) $name: ${result[$name]}"
 	grep -m1 -- '-- FAILED:' "$SANDBOX/model/failing.sql" 2>/dev/null || true
 	sandbox_destroy

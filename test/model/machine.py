@@ -391,6 +391,28 @@ class OrderingMachine(RuleBasedStateMachine):
         on_conflict = None
         if table == "t_plain" and form != "copy":
             on_conflict = data.draw(st.sampled_from([None, None, "nothing", "update"]), label="on_conflict")
+        self.send(session, self.insert_op(table, form, rows, on_conflict))
+
+    @rule(data=st.data())
+    def insert_rewritten(self, data):
+        """A row whose later BEFORE trigger sets its resource after it was
+        numbered: to another of the resources, whose own numbers the row's
+        may repeat, or to its own (which changes nothing), among rows of
+        its statement that it must not disturb."""
+        session = self.draw_session(data)
+        if session is None:
+            return
+        form = data.draw(st.sampled_from(["values", "select", "copy"]), label="form")
+        n = data.draw(st.integers(1, 3), label="rows")
+        counts = {}
+        rows = [self.draw_row(data, session, "t_plain", counts) for _ in range(n)]
+        i = data.draw(st.integers(0, n - 1), label="rewritten")
+        target = data.draw(st.sampled_from(RESOURCES), label="to")
+        rows[i].note, rows[i].k = "to:" + target, None
+        self.send(session, self.insert_op("t_plain", form, rows, None))
+
+    def insert_op(self, table, form, rows, on_conflict):
+        """The INSERT (or COPY) of rows into table, as an Op."""
         if table == "t_plain":
             cols = ["resource_id", "seq", "k", "v", "note"]
             vals = [(r.resource, r.seq, r.k, r.v, r.note) for r in rows]
@@ -416,7 +438,7 @@ class OrderingMachine(RuleBasedStateMachine):
                 body = (f"SELECT * FROM (VALUES {', '.join([first] + rest)}) AS x({', '.join(cols)})")
             sql = f"INSERT INTO {table} ({', '.join(cols)}) {body}{conflict} RETURNING seq"
             op = Op("insert_" + form, sql, fn, read=lambda res: [r[0] for r in res.rows])
-        self.send(session, op)
+        return op
 
     @rule(data=st.data())
     def insert_nested(self, data):
@@ -531,6 +553,38 @@ class OrderingMachine(RuleBasedStateMachine):
         self.send(session, Op("update_" + kind, sql, fn, read_count))
 
     @rule(data=st.data())
+    def move_then_redo(self, data):
+        """An application that moves a row between partitions and, after
+        the move, inserts the row again with its number, in the same
+        session: the insert must be refused (40001) whatever the move did
+        (a BEFORE DELETE trigger that raised or kept the row, no partition
+        for it, or a move that succeeded)."""
+        session = self.draw_session(data)
+        if session is None:
+            return
+        view = self.model.view(session)
+        keys = [k for k in view.keys("row") if k[1] == "t_part"]
+        if not keys:
+            return
+        key = data.draw(st.sampled_from(keys), label="row")
+        _, table, resource, seq = key
+        part = view.get(key).part
+        to = data.draw(st.sampled_from([3 - part, 3]), label="to")
+        self.last_row[session] = (table, resource, seq, part)
+        sql = f"UPDATE t_part SET part = {to} WHERE resource_id = {q(resource)} AND seq = {seq}"
+        if not self.send(session, Op("update_move", sql,
+                                     lambda view: M.update_row(view, table, resource, seq, part=to),
+                                     read_count)):
+            return
+        if self.waiting is not None and self.waiting[0] == session:
+            return
+        row = M.NewRow(resource, seq, part)
+        sql = (f"INSERT INTO t_part (resource_id, seq, part) VALUES ({q(resource)}, {seq}, {part})"
+               f" RETURNING seq")
+        self.send(session, Op("insert_again", sql, lambda view: M.insert_rows(view, table, [row]),
+                              lambda res: [r[0] for r in res.rows]))
+
+    @rule(data=st.data())
     def redo_row(self, data):
         """The row a session last updated or deleted, deleted or inserted
         again with its number: what an application that retries its own
@@ -603,7 +657,7 @@ class OrderingMachine(RuleBasedStateMachine):
 
     def poison_parked(self, session, resource):
         con = self.model.view(session).get(M.con_key("step", resource), M.Con())
-        return any(M.Handler.failure(p) for _, p in con.parked)
+        return any(M.Handler.failure(p, resource) for _, p in con.parked)
 
     @rule(data=st.data())
     def deliver(self, data):
@@ -613,6 +667,57 @@ class OrderingMachine(RuleBasedStateMachine):
         resource = data.draw(st.sampled_from(RESOURCES), label="resource")
         form = data.draw(st.sampled_from(["table", "raise", "dead_letter"]), label="form")
         seq, payload = self.draw_event(data, session, "step", resource)
+        self.send_deliver(session, resource, form, seq, payload)
+
+    @rule(data=st.data())
+    def deliver_reentrant(self, data):
+        """A handler that delivers from inside: for its own resource (which
+        the contract refuses, 55006), or with the table form for another
+        resource an event that is next or stale there, so that the call
+        inside never parks (it may wait for that resource's calls)."""
+        session = self.draw_session(data)
+        if session is None:
+            return
+        resource = data.draw(st.sampled_from(RESOURCES), label="resource")
+        view = self.model.view(session)
+        con = view.get(M.con_key("step", resource), M.Con())
+        seq = data.draw(st.sampled_from([con.pos + 1, con.pos + 1, con.pos + 2]), label="seq")
+        others = [r for r in RESOURCES if r != resource]
+        target = data.draw(st.sampled_from([resource] + others), label="to")
+        if target == resource:
+            if con.dead is not None:
+                return          # one dead letter per resource
+            payload = '{"s": %d, "reenter": %d}' % (seq, seq + 1)
+        else:
+            tpos = view.get(M.con_key("step", target), M.Con()).pos
+            tseq = data.draw(st.sampled_from([tpos + 1, tpos + 1, max(tpos, 1)]), label="target seq")
+            payload = '{"r": "%s", "s": %d, "reenter": %d}' % (target, seq, tseq)
+        form = data.draw(st.sampled_from(["raise", "dead_letter"]), label="form")
+        self.send_deliver(session, resource, form, seq, payload)
+
+    @rule(data=st.data())
+    def fill_gap(self, data):
+        """Events that come early park; the one missing below them drains
+        the run in order: parks the event after the highest parked one (or
+        after a gap of one), or delivers the first missing one."""
+        session = self.draw_session(data)
+        if session is None:
+            return
+        resource = data.draw(st.sampled_from(RESOURCES), label="resource")
+        con = self.model.view(session).get(M.con_key("step", resource), M.Con())
+        parked = [s for s, _ in con.parked]
+        fill = len(parked) >= M.MAX_PARKED or (parked and data.draw(st.booleans(), label="fill"))
+        if fill:
+            seq = con.pos + 1
+        else:
+            seq = max(parked + [con.pos + 1]) + 1
+        form = data.draw(st.sampled_from(["table", "raise"]), label="form")
+        self.send_deliver(session, resource, form, seq, payload_text(seq, ""))
+
+    def send_deliver(self, session, resource, form, seq, payload):
+        """deliver() of one event of consumer 'step': the table form
+        ("table"), or with the handler, raising its error ("raise") or
+        dead-lettering the event ("dead_letter")."""
         con = self.model.view(session).get(M.con_key("step", resource), M.Con())
         if form == "table":
             sql = (f"INSERT INTO applied (consumer, resource_id, seq) SELECT 'step', {q(resource)}, d.seq"

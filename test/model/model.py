@@ -26,6 +26,7 @@ the overlay into the committed map: the model's commit order is the
 database's.
 """
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -351,7 +352,7 @@ def _insert_row(view, table, r, on_conflict, out, updated_keys):
                 return
             if r.note == "raise":
                 raise SqlError("P0001", why="later trigger raised")
-            if r.note == "rewrite" and r.v < 0:
+            if rewrites(r, resource) and r.v < 0:
                 raise SqlError("27000", "23514", why="later trigger changed the resource")
         if r.v < 0:
             raise SqlError("23514", why="CHECK (v >= 0)")
@@ -386,10 +387,16 @@ def _insert_row(view, table, r, on_conflict, out, updated_keys):
             view.put(("key", r.k), rkey)
             updated_keys.add(rkey)
         out.append(nxt)
-        if table == "t_plain" and r.note == "rewrite":
+        if table == "t_plain" and rewrites(r, resource):
             # found once the row is stored (maybe at the statement's end):
             # the rows after it see its number taken
             raise SqlError("27000", why="later trigger changed the resource")
+
+
+def rewrites(r, resource):
+    """Does t_plain's later BEFORE trigger change the numbered row's
+    resource ('rewrite', or 'to:X' of another resource X)?"""
+    return r.note == "rewrite" or (r.note.startswith("to:") and r.note[3:] != resource)
 
 
 def emit(view, resource, expected=None):
@@ -561,17 +568,47 @@ def check_consumer_args(resource, seq):
 
 
 class Handler:
-    """What the fixture's model_handler does with a payload."""
+    """What the fixture's model_handler does with a payload of a resource's
+    event."""
 
     @staticmethod
-    def failure(payload):
-        if '"bad"' in payload:
+    def failure(payload, resource):
+        """The SQLSTATE the handler fails with, or None."""
+        p = json.loads(payload)
+        if "bad" in p:
             return "22P02"
-        if '"transient"' in payload:
+        if "transient" in p:
             return "40001"
-        if '"reenter"' in payload:
+        if "reenter" in p and p.get("r", resource) == resource:
+            # a handler may not deliver for its own (consumer, resource)
             return "55006"
         return None
+
+    @staticmethod
+    def reentry(payload, resource):
+        """(resource, seq) of another resource that the handler delivers
+        for (the table form), or None."""
+        p = json.loads(payload)
+        if "reenter" in p and p.get("r", resource) != resource:
+            return p["r"], p["reenter"]
+        return None
+
+
+def handler_of(view, consumer, resource):
+    """model_handler of consumer's events of resource, as _drain calls it:
+    returns the SQLSTATE it fails with, or None; a payload that delivers for
+    another resource does so from inside the handler (whose caller's call
+    on that resource may then wait, or fail)."""
+    def run(seq, payload):
+        state = Handler.failure(payload, resource)
+        target = Handler.reentry(payload, resource)
+        if state is None and target is not None:
+            try:
+                deliver(view, consumer, target[0], target[1], "{}")
+            except SqlError as e:
+                return min(e.states)
+        return state
+    return run
 
 
 def con_key(consumer, resource):
@@ -580,8 +617,8 @@ def con_key(consumer, resource):
 
 def _drain(con, upto=None, handler=None, on_error="raise", first=None):
     """Applies `first` (an event at position + 1, or None) and then every
-    parked event that continues the run, below `upto` (a dead letter's seq).
-    Returns (con, events run, dead-lettered?)."""
+    parked event that continues the run, below `upto` (a dead letter's seq),
+    in order; handler (handler_of()) runs each.  Returns (con, events run)."""
     ran = []
     parked = dict(con.parked)
     pos = con.pos
@@ -598,7 +635,7 @@ def _drain(con, upto=None, handler=None, on_error="raise", first=None):
                 break
         seq, payload, was_parked = queue.pop(0)
         if handler:
-            state = Handler.failure(payload)
+            state = handler(seq, payload)
             if state is not None:
                 if on_error == "raise" or transient(state):
                     raise SqlError(state, why=f"handler failed on {seq}")
@@ -663,7 +700,8 @@ def deliver(view, consumer, resource, seq, payload, handler=False,
     behind_dead = dead is not None and seq > dead.seq
     if seq == con.pos + 1 and not behind_dead:
         upto = dead.seq if dead else None
-        new, ran = _drain(con, upto, handler, on_error, first=(seq, payload, False))
+        run = handler_of(view, consumer, resource) if handler else None
+        new, ran = _drain(con, upto, run, on_error, first=(seq, payload, False))
         _settle(view, key, con, new)
         return ran
     # early (or behind the dead letter): parked
@@ -767,15 +805,16 @@ def retry_dead_letter(view, consumer, resource, handler=False):
         new = replace(lifted, parked=tuple(sorted(parked.items())))
         _settle(view, key, con, new)
         return 0 if handler else []
-    if handler and Handler.failure(dead.payload) is not None:
-        state = Handler.failure(dead.payload)
+    if handler and Handler.failure(dead.payload, resource) is not None:
+        state = Handler.failure(dead.payload, resource)
         if transient(state):
             raise SqlError(state, why="transient failure on retry")
         new = replace(con, dead=replace(dead, attempts=dead.attempts + 1,
                                         sqlstate=state))
         _settle(view, key, con, new)
         return 0
-    new, ran = _drain(lifted, None, handler, "dead_letter",
+    run = handler_of(view, consumer, resource) if handler else None
+    new, ran = _drain(lifted, None, run, "dead_letter",
                       first=(dead.seq, dead.payload, False))
     _settle(view, key, con, new)
     view.gap_lock = True

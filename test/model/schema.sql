@@ -43,7 +43,8 @@ CREATE TRIGGER a_before BEFORE INSERT ON t_plain
     FOR EACH ROW EXECUTE FUNCTION model_before();
 
 -- Sorts after ordering_sequence: sees the number; skips the row, raises,
--- or changes the numbered row's resource.
+-- or changes the numbered row's resource (to the resource a note 'to:X'
+-- names, which may be its own).
 CREATE FUNCTION model_after() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.note = 'skip' THEN
@@ -52,6 +53,8 @@ BEGIN
         RAISE EXCEPTION 'model: row refused by a later trigger';
     ELSIF NEW.note = 'rewrite' THEN
         NEW.resource_id := NEW.resource_id || '-w';
+    ELSIF NEW.note LIKE 'to:%' THEN
+        NEW.resource_id := substr(NEW.note, 4);
     END IF;
     RETURN NEW;
 END $$;
@@ -84,7 +87,8 @@ CREATE TABLE applied (
 
 -- The handler of consumer 'step': a poison payload fails for good, a
 -- transient one fails with a serialization failure, and 'reenter' delivers
--- again for its own consumer and resource.
+-- again, with a handler for its own consumer and resource, or with the
+-- table form for the resource 'r' names (applying what that returns).
 CREATE FUNCTION model_handler(resource_id text, seq bigint, payload jsonb)
     RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
@@ -92,6 +96,11 @@ BEGIN
         RAISE EXCEPTION 'model: poison event %', seq USING ERRCODE = '22P02';
     ELSIF payload ? 'transient' THEN
         RAISE EXCEPTION 'model: transient failure' USING ERRCODE = '40001';
+    ELSIF payload ? 'r' THEN
+        INSERT INTO applied (consumer, resource_id, seq)
+            SELECT 'step', model_handler.payload->>'r', d.seq
+            FROM ordering.deliver('step', model_handler.payload->>'r',
+                                  (model_handler.payload->>'reenter')::bigint, '{}') d;
     ELSIF payload ? 'reenter' THEN
         PERFORM ordering.deliver('step', resource_id, (payload->>'reenter')::bigint,
                                  '{}', 'model_handler(text,bigint,jsonb)');
