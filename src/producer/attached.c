@@ -68,6 +68,7 @@ attached_forget(AttachedEntry *entry)
 /* The OIDs of our trigger functions, InvalidOid while not looked up */
 static Oid	sequence_trigger_fn = InvalidOid;
 static Oid	sequence_stored_fn = InvalidOid;
+static Oid	sequence_guard_fn = InvalidOid;
 static bool trigger_fns_known = false;
 
 /*
@@ -135,6 +136,7 @@ lookup_trigger_fns(void)
 	}
 	sequence_trigger_fn = our_function("ordering", "sequence_trigger");
 	sequence_stored_fn = our_function("ordering_internal", "sequence_stored_trigger");
+	sequence_guard_fn = our_function("ordering_internal", "sequence_guard");
 	trigger_fns_known = true;
 }
 
@@ -171,33 +173,40 @@ trigger_index(TriggerDesc *trigdesc, Oid tgoid)
 }
 
 /*
+ * Refuse a relation whose triggers attach() created are not all enabled
+ * alike: one of them missing, or disabled while another fires.
+ */
+static void
+refuse_incomplete(Relation rel)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("relation \"%s\" is attached incompletely: a trigger that ordering.attach() created is missing or disabled",
+					RelationGetRelationName(rel)),
+			 errhint("Enable or disable the three ordering triggers together, or call ordering.detach() and ordering.attach() again.")));
+}
+
+/*
  * Are the companions of the sequencing trigger there, and enabled like it?
  */
 static void
 check_companions(Relation rel, Trigger *trigger)
 {
-	Oid			stored;
-	Oid			guard = our_function("ordering_internal", "sequence_guard");
 	bool		has_stored = false;
 	bool		has_guard = false;
 
 	lookup_trigger_fns();
-	stored = sequence_stored_fn;
 	for (int i = 0; i < rel->trigdesc->numtriggers; i++)
 	{
 		Trigger    *t = &rel->trigdesc->triggers[i];
 
 		if (t->tgenabled != trigger->tgenabled)
 			continue;
-		has_stored = has_stored || t->tgfoid == stored;
-		has_guard = has_guard || t->tgfoid == guard;
+		has_stored = has_stored || t->tgfoid == sequence_stored_fn;
+		has_guard = has_guard || t->tgfoid == sequence_guard_fn;
 	}
 	if (!has_stored || !has_guard)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"%s\" is attached incompletely: a trigger that ordering.attach() created is missing or disabled",
-						RelationGetRelationName(rel)),
-				 errhint("Enable or disable the three ordering triggers together, or call ordering.detach() and ordering.attach() again.")));
+		refuse_incomplete(rel);
 }
 
 /*
@@ -470,14 +479,46 @@ attached_sequencing_trigger(Relation rel)
 {
 	Trigger    *trigger = find_sequencing_trigger(rel);
 
-	if (trigger != NULL)
-		return trigger;
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("relation \"%s\" is attached incompletely: a trigger that ordering.attach() created is missing or disabled",
-					RelationGetRelationName(rel)),
-			 errhint("Enable or disable the three ordering triggers together, or call ordering.detach() and ordering.attach() again.")));
-	return NULL;				/* keep compiler quiet */
+	if (trigger == NULL)
+		refuse_incomplete(rel);
+	return trigger;
+}
+
+/*
+ * A statement is about to insert into "rel" (its own copy of the relation's
+ * triggers, "trigdesc"): refuse it if the sequencing trigger is disabled
+ * while a companion is not.  The sequencing trigger checks its companions
+ * when it fires (check_companions()), but when it is the one left out
+ * nothing of ours would run for the row, which would be stored without a
+ * number or with a repeated one.  Checked once per statement, not per row.
+ */
+void
+attached_check_insert(Relation rel, TriggerDesc *trigdesc)
+{
+	char		sequence_enabled = TRIGGER_DISABLED;
+	bool		has_sequence = false;
+
+	if (trigdesc == NULL || !trigdesc->trig_insert_before_row)
+		return;
+	lookup_trigger_fns();
+	if (!OidIsValid(sequence_trigger_fn))
+		return;
+	for (int i = 0; i < trigdesc->numtriggers && !has_sequence; i++)
+		if (trigdesc->triggers[i].tgfoid == sequence_trigger_fn)
+		{
+			has_sequence = true;
+			sequence_enabled = trigdesc->triggers[i].tgenabled;
+		}
+	if (!has_sequence)
+		return;
+	for (int i = 0; i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &trigdesc->triggers[i];
+
+		if ((t->tgfoid == sequence_stored_fn || t->tgfoid == sequence_guard_fn) &&
+			t->tgenabled != sequence_enabled)
+			refuse_incomplete(rel);
+	}
 }
 
 /*
