@@ -9,10 +9,13 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
@@ -23,6 +26,7 @@
 #include "parser/parse_func.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/syscache.h"
 #include "utils/inval.h"
@@ -383,6 +387,99 @@ attached_skip_companions(EState *estate)
 			if (trigdesc->triggers[i].tgfoid == sequence_stored_fn)
 				trigdesc->triggers[i].tgenabled = TRIGGER_DISABLED;
 	}
+}
+
+/*
+ * Is a trigger (its type, enablement, whether PostgreSQL made it, its
+ * function) an AFTER INSERT trigger, of a row or of the statement, that the
+ * user made?  Not our companion, nor one PostgreSQL made for a constraint
+ * (a foreign key's check reads the referenced table, not our counters).
+ */
+static bool
+user_after_insert_trigger(int16 tgtype, char tgenabled, bool tgisinternal,
+						  Oid tgfoid)
+{
+	return TRIGGER_FOR_AFTER(tgtype) && TRIGGER_FOR_INSERT(tgtype) &&
+		tgenabled != TRIGGER_DISABLED && !tgisinternal &&
+		tgfoid != sequence_stored_fn;
+}
+
+/*
+ * Has one of the partitions of a partitioned table (at any depth) a user's
+ * AFTER INSERT trigger of its own?  Read in pg_trigger, since the
+ * partitions are not locked yet: COPY locks those it routes rows to.
+ */
+static bool
+partition_after_insert_trigger(Oid relid)
+{
+	List	   *partitions = find_all_inheritors(relid, NoLock, NULL);
+	Relation	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	ListCell   *lc;
+	bool		found = false;
+
+	foreach(lc, partitions)
+	{
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tuple;
+
+		if (lfirst_oid(lc) == relid)
+			continue;
+		ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber,
+					F_OIDEQ, ObjectIdGetDatum(lfirst_oid(lc)));
+		scan = systable_beginscan(pg_trigger, TriggerRelidNameIndexId, true,
+								  NULL, 1, &key);
+		while (!found && HeapTupleIsValid(tuple = systable_getnext(scan)))
+		{
+			Form_pg_trigger t = (Form_pg_trigger) GETSTRUCT(tuple);
+
+			found = user_after_insert_trigger(t->tgtype, t->tgenabled,
+											  t->tgisinternal, t->tgfoid);
+		}
+		systable_endscan(scan);
+		if (found)
+			break;
+	}
+	table_close(pg_trigger, AccessShareLock);
+	list_free(partitions);
+	return found;
+}
+
+/*
+ * May a COPY FROM into "rel" hold its counters in memory (held_counters.c)?
+ * Not when a trigger of the user's fires after its rows: COPY fires its
+ * AFTER triggers, row and statement, inside itself, before a statement's
+ * held counters are written, and what they read of ordering.sequences
+ * would be behind last_sequence().  Such a COPY writes each counter row by
+ * row, as a single-row INSERT does (an INSERT's AFTER triggers fire after
+ * its counters are written).  Only a table with a sequencing trigger is
+ * looked at.  Decided once per statement.
+ */
+bool
+attached_copy_may_hold(Relation rel)
+{
+	TriggerDesc *trigdesc = rel->trigdesc;
+	bool		sequenced = false;
+
+	if (trigdesc == NULL)
+		return true;
+	lookup_trigger_fns();
+	if (!OidIsValid(sequence_trigger_fn))
+		return true;
+	for (int i = 0; i < trigdesc->numtriggers && !sequenced; i++)
+		sequenced = trigdesc->triggers[i].tgfoid == sequence_trigger_fn;
+	if (!sequenced)
+		return true;
+	for (int i = 0; i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &trigdesc->triggers[i];
+
+		if (user_after_insert_trigger(t->tgtype, t->tgenabled,
+									  t->tgisinternal, t->tgfoid))
+			return false;
+	}
+	return rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE ||
+		!partition_after_insert_trigger(RelationGetRelid(rel));
 }
 
 /*

@@ -253,28 +253,34 @@ process_utility(void *arg)
 }
 
 /*
- * Refuse a COPY FROM into a table attached incompletely (attached.c).  It
+ * A COPY FROM is about to run: refuse it if its table is attached
+ * incompletely, and say whether it may hold its counters (attached.c).  It
  * opens the table with the lock COPY FROM takes, as COPY does, before
  * privileges are checked.
  */
-static void
-check_copy_target(CopyStmt *stmt)
+static bool
+copy_may_hold(CopyStmt *stmt)
 {
 	Relation	rel;
+	bool		may_hold;
 
 	if (!stmt->is_from || stmt->relation == NULL)
-		return;
+		return false;
 	rel = relation_openrv_extended(stmt->relation, RowExclusiveLock, true);
 	if (rel == NULL)
-		return;
+		return true;
 	attached_check_insert(rel, rel->trigdesc);
+	may_hold = attached_copy_may_hold(rel);
 	relation_close(rel, NoLock);
+	return may_hold;
 }
 
 /*
  * ProcessUtility hook: COPY FROM stores rows without an executor run, so it
  * gets a level of its own; COPY has no ON CONFLICT (it filters rows
- * before triggers run), so it skips none.
+ * before triggers run), so it skips none.  It fires its AFTER triggers
+ * itself, before its level ends: where the user has some, it holds no
+ * counters.
  */
 static void
 statement_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
@@ -286,11 +292,8 @@ statement_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	queryEnv, dest, qc};
 
 	if (IsA(pstmt->utilityStmt, CopyStmt))
-	{
-		check_copy_target((CopyStmt *) pstmt->utilityStmt);
-		run_statement(false, ((CopyStmt *) pstmt->utilityStmt)->is_from,
+		run_statement(false, copy_may_hold((CopyStmt *) pstmt->utilityStmt),
 					  process_utility, &a);
-	}
 	else
 		process_utility(&a);
 }
