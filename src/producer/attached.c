@@ -16,6 +16,7 @@
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_subscription_rel.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
@@ -97,6 +98,16 @@ attached_relcache_callback(Datum arg, Oid relid)
 	}
 	else if ((entry = hash_search(attached_cache, &relid, HASH_FIND, NULL)) != NULL)
 		attached_forget(entry);
+}
+
+/*
+ * Forget every verdict: the tables that subscriptions write changed
+ * (pg_subscription_rel), which no relcache invalidation says.
+ */
+static void
+subscription_rel_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	attached_relcache_callback(arg, InvalidOid);
 }
 
 /*
@@ -247,6 +258,61 @@ registered_stream(Relation rel, bool *wake_relays)
 }
 
 /*
+ * Does a logical replication subscription write "rel" or one of its
+ * partitioned ancestors (pg_subscription_rel)?
+ */
+static bool
+subscribed(Relation rel)
+{
+	List	   *rels = lcons_oid(RelationGetRelid(rel),
+								 get_partition_ancestors(RelationGetRelid(rel)));
+	Relation	catalog = table_open(SubscriptionRelRelationId, AccessShareLock);
+	ListCell   *lc;
+	bool		found = false;
+
+	foreach(lc, rels)
+	{
+		ScanKeyData key;
+		SysScanDesc scan;
+
+		ScanKeyInit(&key, Anum_pg_subscription_rel_srrelid,
+					BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(lfirst_oid(lc)));
+		scan = systable_beginscan(catalog, SubscriptionRelSrrelidSrsubidIndexId,
+								  true, NULL, 1, &key);
+		found = HeapTupleIsValid(systable_getnext(scan));
+		systable_endscan(scan);
+		if (found)
+			break;
+	}
+	table_close(catalog, AccessShareLock);
+	list_free(rels);
+	return found;
+}
+
+/*
+ * Refuse a local insert into a table that a subscription writes, when our
+ * triggers do not fire for the rows it applies (they fire on origin only,
+ * as attach() makes them): its counters would stay behind the numbers
+ * applied, and a local row would repeat one.  Enabled ALWAYS, they fire in
+ * the apply too, which keeps the counters at the highest number applied
+ * (sequencing.c), so local producers continue after it
+ * (docs/replicas.md, "Logical replication").
+ */
+static void
+check_subscribed(Relation rel, Trigger *trigger)
+{
+	if (trigger->tgenabled != TRIGGER_FIRES_ON_ORIGIN || !subscribed(rel))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("relation \"%s\" is written by a logical replication subscription that its sequencing trigger does not see",
+					RelationGetRelationName(rel)),
+			 errdetail("The trigger fires for local inserts only, so the counters stay behind the numbers the subscription applies, and a local insert would repeat one."),
+			 errhint("Enable the three ordering triggers with ALTER TABLE ... ENABLE ALWAYS TRIGGER: the counters then follow the rows the subscription applies.")));
+}
+
+/*
  * Refuse to sequence rows of "rel" with this trigger and stream unless the
  * relation is attached (README.md).  Tells the caller the relation's
  * wake-up option (wakeup.c) and whether a later BEFORE trigger may suppress
@@ -271,6 +337,8 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text,
 		attached_cache = hash_create("ordering attached relations", 64, &ctl,
 									 HASH_ELEM | HASH_BLOBS);
 		CacheRegisterRelcacheCallback(attached_relcache_callback, (Datum) 0);
+		CacheRegisterSyscacheCallback(SUBSCRIPTIONRELMAP,
+									  subscription_rel_callback, (Datum) 0);
 	}
 	entry = hash_search(attached_cache, &relid, HASH_FIND, NULL);
 	if (entry != NULL && entry->tgoid == trigger->tgoid)
@@ -319,6 +387,7 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text,
 					 errhint("Call ordering.detach() and ordering.attach() on the table.")));
 		/* only a table attach() registered can be attached incompletely */
 		check_companions(rel, trigger);
+		check_subscribed(rel, trigger);
 		pfree(registered);
 		pfree(stream);
 		entry = hash_search(attached_cache, &relid, HASH_ENTER, NULL);
