@@ -495,6 +495,7 @@ DELETE FROM half WHERE version > 1;
 ALTER TABLE half ENABLE TRIGGER ordering_sequence;
 SELECT account, version FROM half ORDER BY version;
 DROP TABLE half;
+DELETE FROM ordering.sequences WHERE stream = 'public.half';
 -- All of them together is the user's choice: nothing is sequenced.
 ALTER TABLE cv DISABLE TRIGGER USER;
 INSERT INTO cv (account, version) VALUES ('z', 7);
