@@ -13,10 +13,6 @@ DECLARE
     att record;
     gauge record;
     problem text;
-    -- the rows of each attached table, by stream, for the holes
-    hole_streams text[] := '{}';
-    hole_rows text[] := '{}';
-    hole record;
     seq_fn pg_catalog.regprocedure := 'ordering.sequence_trigger()';
     citus boolean := pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
 BEGIN
@@ -128,50 +124,7 @@ BEGIN
              ORDER BY v.ord, v.res$q$,
             att.resource_column, att.sequence_column, att.table_name, sample)
             USING att.table_name::pg_catalog.text, att.stream, max_per_kind;
-        hole_streams := hole_streams OPERATOR(pg_catalog.||) att.stream;
-        hole_rows := hole_rows OPERATOR(pg_catalog.||) pg_catalog.format(
-            'SELECT ordering.resource_key(t.%1$I) AS res, t.%2$I AS seq FROM %3$s t'
-            ' WHERE t.%1$I IS NOT NULL AND t.%2$I IS NOT NULL',
-            att.resource_column, att.sequence_column, att.table_name);
     END LOOP;
-
-    -- Producer, per stream: a resource's numbers have no hole above the
-    -- lowest one left.  Purges delete the oldest rows, so what they leave
-    -- is the run from the lowest number on; a hole above it is a row that
-    -- was deleted (or never stored, by a table whose triggers were off).
-    -- The tables of one stream share its numbers, so they are read
-    -- together.  A sample would miss rows and report holes that are not
-    -- there: with sample_percent below 100 this check is skipped.
-    IF sample_percent OPERATOR(pg_catalog.=) 100 THEN
-        FOR hole IN
-            SELECT h.stream, pg_catalog.string_agg(h.q, ' UNION ALL ' ORDER BY h.i) AS q
-              FROM ROWS FROM (pg_catalog.unnest(hole_streams), pg_catalog.unnest(hole_rows))
-                   WITH ORDINALITY AS h(stream, q, i)
-             GROUP BY h.stream
-             ORDER BY h.stream
-        LOOP
-            RETURN QUERY EXECUTE pg_catalog.format($q$
-                SELECT 'seq_hole_in_table'::pg_catalog.text,
-                       pg_catalog.format('stream %%s, resource %%s: %%s of the numbers from %%s to %%s missing, the first %%s',
-                                         pg_catalog.quote_literal($1), pg_catalog.quote_literal(x.res),
-                                         x.hi OPERATOR(pg_catalog.-) x.lo OPERATOR(pg_catalog.+) 1
-                                              OPERATOR(pg_catalog.-) x.n,
-                                         x.lo, x.hi, x.first_missing)
-                  FROM (SELECT w.res, pg_catalog.min(w.seq) AS lo, pg_catalog.max(w.seq) AS hi,
-                               pg_catalog.count(*) AS n,
-                               pg_catalog.min(w.prev OPERATOR(pg_catalog.+) 1)
-                                   FILTER (WHERE w.seq OPERATOR(pg_catalog.>) (w.prev OPERATOR(pg_catalog.+) 1))
-                                   AS first_missing
-                          FROM (SELECT d.res, d.seq,
-                                       pg_catalog.lag(d.seq) OVER (PARTITION BY d.res ORDER BY d.seq) AS prev
-                                  FROM (SELECT DISTINCT u.res, u.seq FROM (%s) u) d) w
-                         GROUP BY w.res) x
-                 WHERE x.first_missing IS NOT NULL
-                 ORDER BY x.res
-                 LIMIT $2$q$, hole.q)
-                USING hole.stream, max_per_kind;
-        END LOOP;
-    END IF;
 
     -- Producer: a sequencing trigger that attach() did not register (made
     -- by hand, or left on a partition detached from its table) refuses
