@@ -182,6 +182,13 @@ INSERT INTO cases (name, expect, sql) VALUES
 ('deliver: handler unknown',       '42883', $$SELECT ordering.deliver('bad', 'r', 3, '{}', 'no_such_handler(text, bigint, jsonb)')$$),
 ('deliver: handler wrong args',    '22023', $$SELECT ordering.deliver('bad', 'r', 3, '{}', 'bad_handler(int)')$$),
 ('deliver: handler by oid 0',      '42883', $$SELECT ordering.deliver('bad', 'r', 3, '{}', 0::oid::regprocedure)$$),
+-- dead_letter: the reason is the dead letter's message
+('dead_letter: NULL reason',       '22004', $$SELECT ordering.dead_letter('bad', 'r', 9, '{}', NULL)$$),
+-- the grant functions: no GRANT is built for no role
+('grant_producer: NULL role',      '22004', $$SELECT ordering.grant_producer(NULL)$$),
+('grant_consumer: NULL role',      '22004', $$SELECT ordering.grant_consumer(NULL)$$),
+('grant_operator: NULL role',      '22004', $$SELECT ordering.grant_operator(NULL)$$),
+('grant_monitor: NULL role',       '22004', $$SELECT ordering.grant_monitor(NULL)$$),
 -- skip_gap
 ('skip_gap: NULL consumer',        '22004', $$SELECT count(*) FROM ordering.skip_gap(NULL, 'r')$$),
 ('skip_gap: NULL resource',        '22004', $$SELECT count(*) FROM ordering.skip_gap('bad', NULL)$$),

@@ -234,8 +234,12 @@ INSERT INTO bk (resource_id, body)
 SELECT 'sql', bk_sql_read('sql') FROM generate_series(1, 3)
 RETURNING seq, body AS sql_read_and_last_sequence_before_it;
 -- In row triggers: BEFORE row triggers run while the statement holds the
--- counter, and so do the AFTER row triggers of a COPY, which fire inside
--- it; those of an INSERT fire once it has written its counters.
+-- counter; the AFTER row triggers of an INSERT fire once it has written its
+-- counters.  A COPY fires its AFTER triggers inside itself, before a
+-- statement's counters are written: a COPY into a table with AFTER triggers
+-- of the user's holds no counter, and writes each row's as a single-row
+-- INSERT does, so its triggers, BEFORE and AFTER, read what last_sequence()
+-- says.
 CREATE TABLE bk_reads (id serial, at text, via text, seen text);
 CREATE FUNCTION zz_bk_reads() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -255,8 +259,61 @@ rd	copy
 rd	copy
 \.
 SELECT at, via, seen AS "seq: sql read / last_sequence()" FROM bk_reads ORDER BY id;
-DROP TRIGGER zz_bk_reads_before ON bk;
+-- Without one, a COPY holds its counters: its BEFORE row triggers read the
+-- counter row as its first row of the resource wrote it.
 DROP TRIGGER zz_bk_reads_after ON bk;
+TRUNCATE bk_reads;
+COPY bk (resource_id, body) FROM STDIN;
+rd	copy
+rd	copy
+rd	copy
+\.
+SELECT at, via, seen AS "seq: sql read / last_sequence()" FROM bk_reads ORDER BY id;
+DROP TRIGGER zz_bk_reads_before ON bk;
+-- An AFTER STATEMENT trigger of a COPY, and statements in it, read the
+-- counters as last_sequence() does (1.2 read them before the COPY's were
+-- written).
+CREATE FUNCTION zz_bk_reads_statement() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO bk_reads (at, via, seen) VALUES (TG_WHEN, TG_LEVEL, bk_sql_read('rd'));
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER zz_bk_reads_statement AFTER INSERT ON bk
+    FOR EACH STATEMENT EXECUTE FUNCTION zz_bk_reads_statement();
+TRUNCATE bk_reads;
+COPY bk (resource_id, body) FROM STDIN;
+rd	copy
+rd	copy
+rd	copy
+\.
+SELECT at, via, seen AS "sql read / last_sequence()" FROM bk_reads ORDER BY id;
+DROP TRIGGER zz_bk_reads_statement ON bk;
+DROP FUNCTION zz_bk_reads_statement();
+-- And so do the AFTER row triggers that a partition has of its own, on a
+-- COPY into the partitioned table.
+CREATE TABLE bkp (resource_id text NOT NULL, seq bigint, body text) PARTITION BY LIST (resource_id);
+CREATE TABLE bkp_rd PARTITION OF bkp FOR VALUES IN ('rd');
+SELECT ordering.attach('bkp');
+CREATE FUNCTION zz_bkp_reads() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO bk_reads (at, via, seen)
+    VALUES (TG_WHEN, NEW.body, NEW.seq || ': ' ||
+            (SELECT last_seq FROM ordering.sequences
+              WHERE stream = 'public.bkp' AND resource_id = 'rd')
+            || ' / ' || ordering.last_sequence('public.bkp', 'rd'));
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER zz_bkp_reads AFTER INSERT ON bkp_rd FOR EACH ROW EXECUTE FUNCTION zz_bkp_reads();
+TRUNCATE bk_reads;
+COPY bkp (resource_id, body) FROM STDIN;
+rd	copy
+rd	copy
+\.
+SELECT at, via, seen AS "seq: sql read / last_sequence()" FROM bk_reads ORDER BY id;
+DROP TABLE bkp;
+DROP FUNCTION zz_bkp_reads();
 DROP TABLE bk_reads;
 DROP FUNCTION zz_bk_reads();
 

@@ -103,6 +103,40 @@ SELECT v, pg_temp.plan_jits('SELECT * FROM ' || v) AS jits
 RESET jit;
 RESET jit_above_cost;
 
+-------------------------------------------------------------------------------
+-- The text does not depend on the session's settings: under each setting
+-- that changes how values print, the same lines (but the ages, which grow
+-- between two scrapes).  1.2 printed the histogram's bounds as float8 text:
+-- under extra_float_digits = -14, le="1e+01", and 25 became "2e+01".
+-------------------------------------------------------------------------------
+CREATE FUNCTION pg_temp.scrape() RETURNS text[] LANGUAGE sql AS $$
+SELECT array_agg(line ORDER BY n)
+  FROM regexp_split_to_table(ordering.metrics(), E'\n') WITH ORDINALITY AS t(line, n)
+ WHERE line !~ '_age_seconds[{ ]'
+$$;
+CREATE TEMP TABLE reference_scrape AS SELECT pg_temp.scrape() AS lines;
+SELECT count(*) > 0 AS has_bounds FROM unnest((SELECT lines FROM reference_scrape)) AS l
+ WHERE l LIKE '%le="25"%';
+CREATE FUNCTION pg_temp.scrape_under(setting text, value text) RETURNS TABLE (line text)
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config(setting, value, true);
+    RETURN QUERY
+    SELECT l FROM unnest(pg_temp.scrape()) AS l
+    EXCEPT ALL
+    SELECT l FROM unnest((SELECT lines FROM reference_scrape)) AS l;
+END
+$$;
+-- the lines that differ (none)
+SELECT s.setting, s.value, d.line
+  FROM (VALUES ('extra_float_digits', '-15'), ('extra_float_digits', '-14'),
+               ('extra_float_digits', '0'), ('extra_float_digits', '3'),
+               ('lc_numeric', 'C.utf8'), ('DateStyle', 'SQL, DMY'),
+               ('IntervalStyle', 'sql_standard'), ('TimeZone', 'Asia/Kathmandu'),
+               ('bytea_output', 'escape')) AS s(setting, value)
+ CROSS JOIN LATERAL pg_temp.scrape_under(s.setting, s.value) AS d
+ ORDER BY 1, 2, 3;
+
 -- Clean up.
 DELETE FROM ordering.outbox WHERE resource_id LIKE 'm-%';
 DELETE FROM ordering.sequences WHERE resource_id LIKE 'm-%';

@@ -468,6 +468,34 @@ ALTER TABLE cv DISABLE TRIGGER ordering_sequence_stored;
 INSERT INTO cv (account) VALUES ('a');
 \echo :SQLSTATE
 ALTER TABLE cv ENABLE TRIGGER ordering_sequence_stored;
+-- Disabling the sequencing trigger alone is refused too, by every statement
+-- that inserts: nothing of ours would number the rows, stored with no
+-- number or a number repeated.
+CREATE TABLE half (account text, version bigint UNIQUE);
+SELECT ordering.attach('half', 'account', 'version');
+INSERT INTO half (account) VALUES ('a');
+ALTER TABLE half DISABLE TRIGGER ordering_sequence;
+INSERT INTO half (account) VALUES ('a');
+\echo :SQLSTATE
+INSERT INTO half (account, version) VALUES ('a', 1) ON CONFLICT DO NOTHING;
+\echo :SQLSTATE
+INSERT INTO half (account) SELECT 'a' FROM generate_series(1, 2);
+\echo :SQLSTATE
+WITH w AS (INSERT INTO half (account) VALUES ('a') RETURNING 1) SELECT count(*) FROM w;
+\echo :SQLSTATE
+MERGE INTO half USING (VALUES ('a')) AS v (account) ON false
+    WHEN NOT MATCHED THEN INSERT (account) VALUES (v.account);
+\echo :SQLSTATE
+COPY half (account) FROM stdin;
+a
+\.
+\echo :SQLSTATE
+-- a statement that does not insert is not refused
+DELETE FROM half WHERE version > 1;
+ALTER TABLE half ENABLE TRIGGER ordering_sequence;
+SELECT account, version FROM half ORDER BY version;
+DROP TABLE half;
+DELETE FROM ordering.sequences WHERE stream = 'public.half';
 -- All of them together is the user's choice: nothing is sequenced.
 ALTER TABLE cv DISABLE TRIGGER USER;
 INSERT INTO cv (account, version) VALUES ('z', 7);

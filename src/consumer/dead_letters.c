@@ -72,6 +72,11 @@ ordering_dead_letter(PG_FUNCTION_ARGS)
 	Datum		routed;
 
 	consumer_call_args(&call, fcinfo, CALL_SEQ | CALL_PARKED);
+	/* a dead letter says why the consumer gave up: an operator reads it */
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("reason must not be null")));
 	if (!consumer_call_begin(&call, fcinfo, CONSUMER_OP_DEAD_LETTER,
 							 "ordering.dead_letter()", &routed))
 		PG_RETURN_VOID();
@@ -108,7 +113,7 @@ ordering_dead_letter(PG_FUNCTION_ARGS)
 	}
 	dead_letter_put(call.tables[OWNED_DEAD_LETTERS], &call.parked, call.key,
 					&event, NULL,
-					PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)),
+					text_to_cstring(PG_GETARG_TEXT_PP(4)),
 					NULL);
 	/* a blocked key is not a gap */
 	parked_settle_gap(call.tables[OWNED_GAP_REQUESTS], call.key, kd.position,

@@ -9,10 +9,14 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_subscription_rel.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
@@ -23,6 +27,7 @@
 #include "parser/parse_func.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/syscache.h"
 #include "utils/inval.h"
@@ -68,6 +73,7 @@ attached_forget(AttachedEntry *entry)
 /* The OIDs of our trigger functions, InvalidOid while not looked up */
 static Oid	sequence_trigger_fn = InvalidOid;
 static Oid	sequence_stored_fn = InvalidOid;
+static Oid	sequence_guard_fn = InvalidOid;
 static bool trigger_fns_known = false;
 
 /*
@@ -92,6 +98,16 @@ attached_relcache_callback(Datum arg, Oid relid)
 	}
 	else if ((entry = hash_search(attached_cache, &relid, HASH_FIND, NULL)) != NULL)
 		attached_forget(entry);
+}
+
+/*
+ * Forget every verdict: the tables that subscriptions write changed
+ * (pg_subscription_rel), which no relcache invalidation says.
+ */
+static void
+subscription_rel_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	attached_relcache_callback(arg, InvalidOid);
 }
 
 /*
@@ -135,6 +151,7 @@ lookup_trigger_fns(void)
 	}
 	sequence_trigger_fn = our_function("ordering", "sequence_trigger");
 	sequence_stored_fn = our_function("ordering_internal", "sequence_stored_trigger");
+	sequence_guard_fn = our_function("ordering_internal", "sequence_guard");
 	trigger_fns_known = true;
 }
 
@@ -171,33 +188,40 @@ trigger_index(TriggerDesc *trigdesc, Oid tgoid)
 }
 
 /*
+ * Refuse a relation whose triggers attach() created are not all enabled
+ * alike: one of them missing, or disabled while another fires.
+ */
+static void
+refuse_incomplete(Relation rel)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("relation \"%s\" is attached incompletely: a trigger that ordering.attach() created is missing or disabled",
+					RelationGetRelationName(rel)),
+			 errhint("Enable or disable the three ordering triggers together, or call ordering.detach() and ordering.attach() again.")));
+}
+
+/*
  * Are the companions of the sequencing trigger there, and enabled like it?
  */
 static void
 check_companions(Relation rel, Trigger *trigger)
 {
-	Oid			stored;
-	Oid			guard = our_function("ordering_internal", "sequence_guard");
 	bool		has_stored = false;
 	bool		has_guard = false;
 
 	lookup_trigger_fns();
-	stored = sequence_stored_fn;
 	for (int i = 0; i < rel->trigdesc->numtriggers; i++)
 	{
 		Trigger    *t = &rel->trigdesc->triggers[i];
 
 		if (t->tgenabled != trigger->tgenabled)
 			continue;
-		has_stored = has_stored || t->tgfoid == stored;
-		has_guard = has_guard || t->tgfoid == guard;
+		has_stored = has_stored || t->tgfoid == sequence_stored_fn;
+		has_guard = has_guard || t->tgfoid == sequence_guard_fn;
 	}
 	if (!has_stored || !has_guard)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"%s\" is attached incompletely: a trigger that ordering.attach() created is missing or disabled",
-						RelationGetRelationName(rel)),
-				 errhint("Enable or disable the three ordering triggers together, or call ordering.detach() and ordering.attach() again.")));
+		refuse_incomplete(rel);
 }
 
 /*
@@ -234,6 +258,61 @@ registered_stream(Relation rel, bool *wake_relays)
 }
 
 /*
+ * Does a logical replication subscription write "rel" or one of its
+ * partitioned ancestors (pg_subscription_rel)?
+ */
+static bool
+subscribed(Relation rel)
+{
+	List	   *rels = lcons_oid(RelationGetRelid(rel),
+								 get_partition_ancestors(RelationGetRelid(rel)));
+	Relation	catalog = table_open(SubscriptionRelRelationId, AccessShareLock);
+	ListCell   *lc;
+	bool		found = false;
+
+	foreach(lc, rels)
+	{
+		ScanKeyData key;
+		SysScanDesc scan;
+
+		ScanKeyInit(&key, Anum_pg_subscription_rel_srrelid,
+					BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(lfirst_oid(lc)));
+		scan = systable_beginscan(catalog, SubscriptionRelSrrelidSrsubidIndexId,
+								  true, NULL, 1, &key);
+		found = HeapTupleIsValid(systable_getnext(scan));
+		systable_endscan(scan);
+		if (found)
+			break;
+	}
+	table_close(catalog, AccessShareLock);
+	list_free(rels);
+	return found;
+}
+
+/*
+ * Refuse a local insert into a table that a subscription writes, when our
+ * triggers do not fire for the rows it applies (they fire on origin only,
+ * as attach() makes them): its counters would stay behind the numbers
+ * applied, and a local row would repeat one.  Enabled ALWAYS, they fire in
+ * the apply too, which keeps the counters at the highest number applied
+ * (sequencing.c), so local producers continue after it
+ * (docs/replicas.md, "Logical replication").
+ */
+static void
+check_subscribed(Relation rel, Trigger *trigger)
+{
+	if (trigger->tgenabled != TRIGGER_FIRES_ON_ORIGIN || !subscribed(rel))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("relation \"%s\" is written by a logical replication subscription that its sequencing trigger does not see",
+					RelationGetRelationName(rel)),
+			 errdetail("The trigger fires for local inserts only, so the counters stay behind the numbers the subscription applies, and a local insert would repeat one."),
+			 errhint("Enable the three ordering triggers with ALTER TABLE ... ENABLE ALWAYS TRIGGER: the counters then follow the rows the subscription applies.")));
+}
+
+/*
  * Refuse to sequence rows of "rel" with this trigger and stream unless the
  * relation is attached (README.md).  Tells the caller the relation's
  * wake-up option (wakeup.c) and whether a later BEFORE trigger may suppress
@@ -258,6 +337,8 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text,
 		attached_cache = hash_create("ordering attached relations", 64, &ctl,
 									 HASH_ELEM | HASH_BLOBS);
 		CacheRegisterRelcacheCallback(attached_relcache_callback, (Datum) 0);
+		CacheRegisterSyscacheCallback(SUBSCRIPTIONRELMAP,
+									  subscription_rel_callback, (Datum) 0);
 	}
 	entry = hash_search(attached_cache, &relid, HASH_FIND, NULL);
 	if (entry != NULL && entry->tgoid == trigger->tgoid)
@@ -306,6 +387,7 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text,
 					 errhint("Call ordering.detach() and ordering.attach() on the table.")));
 		/* only a table attach() registered can be attached incompletely */
 		check_companions(rel, trigger);
+		check_subscribed(rel, trigger);
 		pfree(registered);
 		pfree(stream);
 		entry = hash_search(attached_cache, &relid, HASH_ENTER, NULL);
@@ -374,6 +456,99 @@ attached_skip_companions(EState *estate)
 			if (trigdesc->triggers[i].tgfoid == sequence_stored_fn)
 				trigdesc->triggers[i].tgenabled = TRIGGER_DISABLED;
 	}
+}
+
+/*
+ * Is a trigger (its type, enablement, whether PostgreSQL made it, its
+ * function) an AFTER INSERT trigger, of a row or of the statement, that the
+ * user made?  Not our companion, nor one PostgreSQL made for a constraint
+ * (a foreign key's check reads the referenced table, not our counters).
+ */
+static bool
+user_after_insert_trigger(int16 tgtype, char tgenabled, bool tgisinternal,
+						  Oid tgfoid)
+{
+	return TRIGGER_FOR_AFTER(tgtype) && TRIGGER_FOR_INSERT(tgtype) &&
+		tgenabled != TRIGGER_DISABLED && !tgisinternal &&
+		tgfoid != sequence_stored_fn;
+}
+
+/*
+ * Has one of the partitions of a partitioned table (at any depth) a user's
+ * AFTER INSERT trigger of its own?  Read in pg_trigger, since the
+ * partitions are not locked yet: COPY locks those it routes rows to.
+ */
+static bool
+partition_after_insert_trigger(Oid relid)
+{
+	List	   *partitions = find_all_inheritors(relid, NoLock, NULL);
+	Relation	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	ListCell   *lc;
+	bool		found = false;
+
+	foreach(lc, partitions)
+	{
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tuple;
+
+		if (lfirst_oid(lc) == relid)
+			continue;
+		ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber,
+					F_OIDEQ, ObjectIdGetDatum(lfirst_oid(lc)));
+		scan = systable_beginscan(pg_trigger, TriggerRelidNameIndexId, true,
+								  NULL, 1, &key);
+		while (!found && HeapTupleIsValid(tuple = systable_getnext(scan)))
+		{
+			Form_pg_trigger t = (Form_pg_trigger) GETSTRUCT(tuple);
+
+			found = user_after_insert_trigger(t->tgtype, t->tgenabled,
+											  t->tgisinternal, t->tgfoid);
+		}
+		systable_endscan(scan);
+		if (found)
+			break;
+	}
+	table_close(pg_trigger, AccessShareLock);
+	list_free(partitions);
+	return found;
+}
+
+/*
+ * May a COPY FROM into "rel" hold its counters in memory (held_counters.c)?
+ * Not when a trigger of the user's fires after its rows: COPY fires its
+ * AFTER triggers, row and statement, inside itself, before a statement's
+ * held counters are written, and what they read of ordering.sequences
+ * would be behind last_sequence().  Such a COPY writes each counter row by
+ * row, as a single-row INSERT does (an INSERT's AFTER triggers fire after
+ * its counters are written).  Only a table with a sequencing trigger is
+ * looked at.  Decided once per statement.
+ */
+bool
+attached_copy_may_hold(Relation rel)
+{
+	TriggerDesc *trigdesc = rel->trigdesc;
+	bool		sequenced = false;
+
+	if (trigdesc == NULL)
+		return true;
+	lookup_trigger_fns();
+	if (!OidIsValid(sequence_trigger_fn))
+		return true;
+	for (int i = 0; i < trigdesc->numtriggers && !sequenced; i++)
+		sequenced = trigdesc->triggers[i].tgfoid == sequence_trigger_fn;
+	if (!sequenced)
+		return true;
+	for (int i = 0; i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &trigdesc->triggers[i];
+
+		if (user_after_insert_trigger(t->tgtype, t->tgenabled,
+									  t->tgisinternal, t->tgfoid))
+			return false;
+	}
+	return rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE ||
+		!partition_after_insert_trigger(RelationGetRelid(rel));
 }
 
 /*
@@ -470,14 +645,46 @@ attached_sequencing_trigger(Relation rel)
 {
 	Trigger    *trigger = find_sequencing_trigger(rel);
 
-	if (trigger != NULL)
-		return trigger;
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("relation \"%s\" is attached incompletely: a trigger that ordering.attach() created is missing or disabled",
-					RelationGetRelationName(rel)),
-			 errhint("Enable or disable the three ordering triggers together, or call ordering.detach() and ordering.attach() again.")));
-	return NULL;				/* keep compiler quiet */
+	if (trigger == NULL)
+		refuse_incomplete(rel);
+	return trigger;
+}
+
+/*
+ * A statement is about to insert into "rel" (its own copy of the relation's
+ * triggers, "trigdesc"): refuse it if the sequencing trigger is disabled
+ * while a companion is not.  The sequencing trigger checks its companions
+ * when it fires (check_companions()), but when it is the one left out
+ * nothing of ours would run for the row, which would be stored without a
+ * number or with a repeated one.  Checked once per statement, not per row.
+ */
+void
+attached_check_insert(Relation rel, TriggerDesc *trigdesc)
+{
+	char		sequence_enabled = TRIGGER_DISABLED;
+	bool		has_sequence = false;
+
+	if (trigdesc == NULL || !trigdesc->trig_insert_before_row)
+		return;
+	lookup_trigger_fns();
+	if (!OidIsValid(sequence_trigger_fn))
+		return;
+	for (int i = 0; i < trigdesc->numtriggers && !has_sequence; i++)
+		if (trigdesc->triggers[i].tgfoid == sequence_trigger_fn)
+		{
+			has_sequence = true;
+			sequence_enabled = trigdesc->triggers[i].tgenabled;
+		}
+	if (!has_sequence)
+		return;
+	for (int i = 0; i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &trigdesc->triggers[i];
+
+		if ((t->tgfoid == sequence_stored_fn || t->tgfoid == sequence_guard_fn) &&
+			t->tgenabled != sequence_enabled)
+			refuse_incomplete(rel);
+	}
 }
 
 /*

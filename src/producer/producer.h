@@ -178,6 +178,8 @@ extern void attached_check(Relation rel, Trigger *trigger, text *stream,
 extern void attached_check_resource(Relation rel, const AttachedTable *table,
 									AttrNumber resattno, text *resource);
 extern void attached_skip_companions(EState *estate);
+extern void attached_check_insert(Relation rel, TriggerDesc *trigdesc);
+extern bool attached_copy_may_hold(Relation rel);
 extern Trigger *attached_sequencing_trigger(Relation rel);
 extern bool attached_trigger_args(Relation rel, char **resource_column,
 								  char **sequence_column, char **stream);

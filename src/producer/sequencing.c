@@ -295,6 +295,30 @@ number_row(const SequencedRow *row, const AttachedTable *table, bool asserted)
 }
 
 /*
+ * A row that logical replication applies (session_replication_role is
+ * replica in its apply worker; our triggers fire there when enabled ALWAYS)
+ * keeps the publisher's number, and its counter follows it up, never down,
+ * as a restore's counters do: local producers continue after the highest
+ * number applied (docs/replicas.md).  True for such a row, whose counter
+ * is then raised.  A stream Citus distributes is numbered on its shards and
+ * is left to the assertion as before.
+ */
+static bool
+applied_by_subscription(const SequencedRow *row, const AttachedTable *table)
+{
+	if (SessionReplicationRole != SESSION_REPLICATION_ROLE_REPLICA ||
+		OidIsValid(table->counters))
+		return false;
+	if (row->seq < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("sequence number must be positive, got " INT64_FORMAT,
+						row->seq)));
+	counter_raise(row->stream, row->resource, row->seq);
+	return true;
+}
+
+/*
  * ordering.sequence_trigger(): BEFORE INSERT FOR EACH ROW: gives the row
  * the next number of its (stream, resource), or checks the one it carries
  * (README.md).
@@ -361,6 +385,8 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	{
 		/* the row an UPDATE moves keeps its number (README.md) */
 		if (provisional_move_take(row.stream, row.resource, row.seq))
+			return PointerGetDatum(tuple);
+		if (applied_by_subscription(&row, &table))
 			return PointerGetDatum(tuple);
 		(void) number_row(&row, &table, true);
 		return PointerGetDatum(tuple);

@@ -10,6 +10,7 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "executor/executor.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
@@ -54,6 +55,55 @@ plan_may_skip(PlannedStmt *stmt)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * Does a plan (the whole statement's, or one of its subplans) insert rows?
+ * MERGE may.
+ */
+static bool
+plan_inserts(Plan *plan)
+{
+	return plan != NULL && IsA(plan, ModifyTable) &&
+		(((ModifyTable *) plan)->operation == CMD_INSERT ||
+		 ((ModifyTable *) plan)->operation == CMD_MERGE);
+}
+
+/*
+ * Refuse a plan that inserts into a table attached incompletely
+ * (attached.c).  The tables a ModifyTable writes are its result relations,
+ * which ExecutorStart opened.
+ */
+static void
+check_plan_targets(Plan *plan, EState *estate)
+{
+	ListCell   *lc;
+
+	if (!plan_inserts(plan))
+		return;
+	foreach(lc, ((ModifyTable *) plan)->resultRelations)
+	{
+		ResultRelInfo *rri = estate->es_result_relations[lfirst_int(lc) - 1];
+
+		if (rri != NULL)
+			attached_check_insert(rri->ri_RelationDesc, rri->ri_TrigDesc);
+	}
+}
+
+/*
+ * Refuse a statement that inserts into a table attached incompletely: its
+ * plan, or a data-modifying WITH query's.
+ */
+static void
+check_insert_targets(PlannedStmt *stmt, EState *estate)
+{
+	ListCell   *lc;
+
+	if (stmt->commandType == CMD_SELECT && !stmt->hasModifyingCTE)
+		return;
+	check_plan_targets(stmt->planTree, estate);
+	foreach(lc, stmt->subplans)
+		check_plan_targets(lfirst(lc), estate);
 }
 
 /*
@@ -126,6 +176,8 @@ executor_run(void *arg)
 #if PG_VERSION_NUM < 180000
 	bool		execute_once = a->execute_once;
 #endif
+
+	check_insert_targets(queryDesc->plannedstmt, queryDesc->estate);
 
 	/*
 	 * Tables whose rows the statement cannot skip do without the companion (a
@@ -201,9 +253,34 @@ process_utility(void *arg)
 }
 
 /*
+ * A COPY FROM is about to run: refuse it if its table is attached
+ * incompletely, and say whether it may hold its counters (attached.c).  It
+ * opens the table with the lock COPY FROM takes, as COPY does, before
+ * privileges are checked.
+ */
+static bool
+copy_may_hold(CopyStmt *stmt)
+{
+	Relation	rel;
+	bool		may_hold;
+
+	if (!stmt->is_from || stmt->relation == NULL)
+		return false;
+	rel = relation_openrv_extended(stmt->relation, RowExclusiveLock, true);
+	if (rel == NULL)
+		return true;
+	attached_check_insert(rel, rel->trigdesc);
+	may_hold = attached_copy_may_hold(rel);
+	relation_close(rel, NoLock);
+	return may_hold;
+}
+
+/*
  * ProcessUtility hook: COPY FROM stores rows without an executor run, so it
  * gets a level of its own; COPY has no ON CONFLICT (it filters rows
- * before triggers run), so it skips none.
+ * before triggers run), so it skips none.  It fires its AFTER triggers
+ * itself, before its level ends: where the user has some, it holds no
+ * counters.
  */
 static void
 statement_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
@@ -215,7 +292,7 @@ statement_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	queryEnv, dest, qc};
 
 	if (IsA(pstmt->utilityStmt, CopyStmt))
-		run_statement(false, ((CopyStmt *) pstmt->utilityStmt)->is_from,
+		run_statement(false, copy_may_hold((CopyStmt *) pstmt->utilityStmt),
 					  process_utility, &a);
 	else
 		process_utility(&a);

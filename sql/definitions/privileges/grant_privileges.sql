@@ -9,6 +9,10 @@ CREATE OR REPLACE FUNCTION ordering_internal.grant_privileges(role regrole, VARI
 DECLARE
     g text;
 BEGIN
+    -- format() would make a GRANT with no role, a syntax error (42601)
+    IF role IS NULL THEN
+        RAISE EXCEPTION 'role must not be null' USING ERRCODE = '22004';
+    END IF;
     EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA ordering TO %s', role);
     FOREACH g IN ARRAY grants LOOP
         EXECUTE pg_catalog.format('GRANT %s TO %s', g, role);
