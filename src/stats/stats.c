@@ -811,7 +811,8 @@ pending_save(Size *len)
 		ph->owner = (int32) (uintptr_t) h->owner->shared - 1;
 		ph->hash = h->hash;
 		ph->n = h->n;
-		memcpy(ph->id, h->id, sizeof(ph->id));
+		/* the id's bytes after its end were never written: not saved */
+		strlcpy(ph->id, h->id, sizeof(ph->id));
 		hdr->hot++;
 	}
 	for (int i = 0; i < pending_ndirty; i++)
