@@ -496,6 +496,38 @@ ALTER TABLE half ENABLE TRIGGER ordering_sequence;
 SELECT account, version FROM half ORDER BY version;
 DROP TABLE half;
 DELETE FROM ordering.sequences WHERE stream = 'public.half';
+-- The same on a partition, for the statements that insert through its
+-- partitioned table: the partition a row goes to is chosen row by row, so
+-- the statement is refused whichever partitions its rows would go to.
+CREATE TABLE half_p (account text, version bigint) PARTITION BY LIST (account);
+CREATE TABLE half_pa PARTITION OF half_p FOR VALUES IN ('a');
+CREATE TABLE half_pb PARTITION OF half_p FOR VALUES IN ('b');
+SELECT ordering.attach('half_p', 'account', 'version');
+INSERT INTO half_p (account) VALUES ('a'), ('b');
+ALTER TABLE half_pb DISABLE TRIGGER ordering_sequence;
+INSERT INTO half_p (account) VALUES ('b');
+\echo :SQLSTATE
+INSERT INTO half_p (account) VALUES ('a');
+\echo :SQLSTATE
+INSERT INTO half_p (account) SELECT 'b' FROM generate_series(1, 2);
+\echo :SQLSTATE
+COPY half_p (account) FROM PROGRAM 'echo b';
+\echo :SQLSTATE
+-- into the partition that is whole, directly: its own triggers are whole
+INSERT INTO half_pa (account) VALUES ('a');
+-- a partition attached later, incompletely, is seen by the next statement
+ALTER TABLE half_pb ENABLE TRIGGER ordering_sequence;
+INSERT INTO half_p (account) VALUES ('b');
+CREATE TABLE half_pc (account text, version bigint);
+ALTER TABLE half_p ATTACH PARTITION half_pc FOR VALUES IN ('c');
+ALTER TABLE half_pc DISABLE TRIGGER ordering_sequence;
+INSERT INTO half_p (account) VALUES ('c');
+\echo :SQLSTATE
+ALTER TABLE half_pc ENABLE TRIGGER ordering_sequence;
+INSERT INTO half_p (account) VALUES ('c');
+SELECT account, version FROM half_p ORDER BY account, version;
+DROP TABLE half_p;
+DELETE FROM ordering.sequences WHERE stream = 'public.half_p';
 -- All of them together is the user's choice: nothing is sequenced.
 ALTER TABLE cv DISABLE TRIGGER USER;
 INSERT INTO cv (account, version) VALUES ('z', 7);

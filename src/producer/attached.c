@@ -192,13 +192,19 @@ trigger_index(TriggerDesc *trigdesc, Oid tgoid)
  * alike: one of them missing, or disabled while another fires.
  */
 static void
-refuse_incomplete(Relation rel)
+refuse_incomplete_named(const char *relname)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("relation \"%s\" is attached incompletely: a trigger that ordering.attach() created is missing or disabled",
-					RelationGetRelationName(rel)),
+					relname),
 			 errhint("Enable or disable the three ordering triggers together, or call ordering.detach() and ordering.attach() again.")));
+}
+
+static void
+refuse_incomplete(Relation rel)
+{
+	refuse_incomplete_named(RelationGetRelationName(rel));
 }
 
 /*
@@ -651,6 +657,145 @@ attached_sequencing_trigger(Relation rel)
 }
 
 /*
+ * The verdict on the partitions of a partitioned table, for the statements
+ * that insert through it: partition routing opens a partition only when a
+ * row goes there, with nothing of ours in between, so a partition whose
+ * sequencing trigger alone is disabled is found by reading pg_trigger.
+ * Kept until the next relcache invalidation of any relation (a partition's
+ * trigger changes, or a partition is attached, invalidate the partition,
+ * not the table inserted into), so an INSERT pays a hash lookup.
+ */
+typedef struct PartitionsEntry
+{
+	Oid			relid;			/* hash key: the partitioned table */
+	uint64		generation;		/* partitions_generation when decided */
+	Oid			incomplete;		/* a partition attached incompletely, or
+								 * InvalidOid */
+} PartitionsEntry;
+
+static HTAB *partitions_cache = NULL;
+static uint64 partitions_generation = 0;
+
+static void
+partitions_relcache_callback(Datum arg, Oid relid)
+{
+	partitions_generation++;
+}
+
+/*
+ * Are the triggers of one relation, as pg_trigger has them, those of a
+ * table attached incompletely: its sequencing trigger enabled otherwise
+ * than a companion?  (attached_check_insert() decides the same from a
+ * relation's trigger descriptor.)
+ */
+static bool
+catalog_incomplete(Relation pg_trigger, Oid relid)
+{
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	char		sequence_enabled = TRIGGER_DISABLED;
+	bool		has_sequence = false;
+	char		companion_enabled[2];
+	int			companions = 0;
+
+	ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(pg_trigger, TriggerRelidNameIndexId, true,
+							  NULL, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_trigger t = (Form_pg_trigger) GETSTRUCT(tuple);
+
+		if (t->tgfoid == sequence_trigger_fn)
+		{
+			has_sequence = true;
+			sequence_enabled = t->tgenabled;
+		}
+		else if ((t->tgfoid == sequence_stored_fn ||
+				  t->tgfoid == sequence_guard_fn) && companions < 2)
+			companion_enabled[companions++] = t->tgenabled;
+	}
+	systable_endscan(scan);
+	for (int i = 0; i < companions; i++)
+		if (has_sequence && companion_enabled[i] != sequence_enabled)
+			return true;
+	return false;
+}
+
+/*
+ * A partition (at any depth) of partitioned table "relid" that is attached
+ * incompletely, or InvalidOid.  Read in pg_trigger, since the partitions
+ * are not locked yet: the statement locks those it routes rows to.
+ */
+static Oid
+incomplete_partition(Oid relid)
+{
+	List	   *partitions = find_all_inheritors(relid, NoLock, NULL);
+	Relation	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	ListCell   *lc;
+	Oid			found = InvalidOid;
+
+	foreach(lc, partitions)
+	{
+		if (lfirst_oid(lc) != relid &&
+			catalog_incomplete(pg_trigger, lfirst_oid(lc)))
+		{
+			found = lfirst_oid(lc);
+			break;
+		}
+	}
+	table_close(pg_trigger, AccessShareLock);
+	list_free(partitions);
+	return found;
+}
+
+/*
+ * A statement is about to insert through partitioned table "rel": refuse it
+ * if one of its partitions is attached incompletely.  Refused whether or
+ * not a row would go there, as a statement into that partition itself is:
+ * which partition a row goes to is the data's business, and the table
+ * needs mending in any case.
+ */
+static void
+check_partitions(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	PartitionsEntry *entry;
+	bool		found;
+	char	   *name;
+
+	lookup_trigger_fns();
+	if (!OidIsValid(sequence_trigger_fn))
+		return;
+	if (partitions_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(PartitionsEntry);
+		partitions_cache = hash_create("ordering partitioned tables", 16,
+									   &ctl, HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(partitions_relcache_callback, (Datum) 0);
+	}
+	entry = hash_search(partitions_cache, &relid, HASH_ENTER, &found);
+	if (!found || entry->generation != partitions_generation)
+	{
+		/* an invalidation while reading makes the next statement read again */
+		entry->generation = partitions_generation;
+		entry->incomplete = InvalidOid;
+		entry->incomplete = incomplete_partition(relid);
+	}
+	if (!OidIsValid(entry->incomplete))
+		return;
+	name = get_rel_name(entry->incomplete);
+	if (name != NULL)
+		refuse_incomplete_named(name);
+	/* dropped since: read again next time */
+	entry->generation = partitions_generation - 1;
+}
+
+/*
  * A statement is about to insert into "rel" (its own copy of the relation's
  * triggers, "trigdesc"): refuse it if the sequencing trigger is disabled
  * while a companion is not.  The sequencing trigger checks its companions
@@ -664,6 +809,8 @@ attached_check_insert(Relation rel, TriggerDesc *trigdesc)
 	char		sequence_enabled = TRIGGER_DISABLED;
 	bool		has_sequence = false;
 
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		check_partitions(rel);
 	if (trigdesc == NULL || !trigdesc->trig_insert_before_row)
 		return;
 	lookup_trigger_fns();
