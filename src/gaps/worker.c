@@ -37,6 +37,7 @@
 #include "gaps.h"
 #include "plans.h"
 #include "settings.h"
+#include "stats.h"
 
 PGDLLEXPORT void ordering_launcher_main(Datum main_arg);
 PGDLLEXPORT void ordering_sweeper_main(Datum main_arg);
@@ -354,6 +355,31 @@ ordering_launcher_main(Datum main_arg)
 }
 
 /*
+ * Remove the statistics files of this database's prepared transactions
+ * that ended without taking them back (stats.h).  Runs whether or not the
+ * extension is installed: it may have been dropped since.
+ */
+static void
+forget_prepared_orphans(void)
+{
+	static SPIPlanPtr plan = NULL;
+	List	   *gids = NIL;
+	int			ret;
+
+	ret = SPI_execute_plan(ordering_prepare_once(&plan,
+												 "SELECT gid FROM pg_catalog.pg_prepared_xacts",
+												 0, NULL, 0),
+						   NULL, NULL, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "reading pg_prepared_xacts failed: %s",
+			 SPI_result_code_string(ret));
+	for (uint64 i = 0; i < SPI_processed; i++)
+		gids = lappend(gids, SPI_getvalue(SPI_tuptable->vals[i],
+										  SPI_tuptable->tupdesc, 1));
+	stats_prepared_forget_orphans(gids);
+}
+
+/*
  * One sweep of the connected database, in its own transaction.  Returns
  * whether the extension is installed.
  */
@@ -404,6 +430,8 @@ sweep_once(void)
 					(errmsg("ordering gap sweeper emitted " INT64_FORMAT " gap requests in database \"%s\"",
 							emitted, get_database_name(MyDatabaseId))));
 	}
+
+	forget_prepared_orphans();
 
 	SPI_finish();
 	PopActiveSnapshot();

@@ -13,6 +13,8 @@
 #ifndef ORDERING_STATS_H
 #define ORDERING_STATS_H
 
+#include "nodes/pg_list.h"
+
 #include "stats_events.h"
 
 /*
@@ -113,5 +115,13 @@ extern void ordering_stats_sequence_conflict(const char *stream);
  */
 extern void ordering_stats_hot_resource(char kind, const char *name,
 										const char *resource, int64 n);
+
+/*
+ * Remove the files in which the counts of this database's transactions
+ * prepared for two-phase commit waited, when their transaction is no longer
+ * among "prepared" (a List of GIDs) at two calls in a row
+ * (stats_prepared.c); the gap sweeper calls it once per sweep.
+ */
+extern void stats_prepared_forget_orphans(List *prepared);
 
 #endif							/* ORDERING_STATS_H */

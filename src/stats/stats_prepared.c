@@ -12,8 +12,13 @@
  * after the GID, in pg_stat/ (which PostgreSQL keeps across restarts and
  * crashes, as pg_stat_statements' file).  stats.c writes it when the
  * transaction is prepared and takes it back when COMMIT or ROLLBACK
- * PREPARED has finished it.  The file is not fsync'ed: an operating system
- * crash may lose it (statistics undercount, never count twice).
+ * PREPARED has finished it.  The file is not fsync'ed, as PostgreSQL's own
+ * statistics are not (it discards them after a crash): an operating system
+ * crash may lose it (statistics undercount, never count twice).  A file
+ * whose transaction ended without taking it back (COMMIT PREPARED where
+ * the library was not loaded, or a crash between the end and the removal)
+ * is removed by the gap sweeper of its database
+ * (stats_prepared_forget_orphans()).
  *
  * Nothing here raises an error: it runs once the transaction is prepared
  * or committed; what cannot be written or read is reported with a WARNING
@@ -30,8 +35,11 @@
 
 #include "common/hashfn.h"
 #include "miscadmin.h"
+#include "nodes/pg_list.h"
 #include "storage/fd.h"
+#include "utils/memutils.h"
 
+#include "stats.h"
 #include "stats_prepared.h"
 
 /* Where the files are, relative to the data directory, and their name */
@@ -230,4 +238,93 @@ stats_prepared_take(const char *gid, Size *len)
 				(errcode_for_file_access(),
 				 errmsg("could not remove file \"%s\": %m", path)));
 	return record;
+}
+
+/*
+ * The GID and database of a file, from its first bytes; false if it holds
+ * neither (being written, or not ours).
+ */
+static bool
+prepared_owner(const char *path, char *gid, Oid *dbid)
+{
+	char		head[GIDSIZE + sizeof(PreparedCountsHeader)];
+	PreparedCountsHeader hdr;
+	int			fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	ssize_t		got;
+
+	if (fd < 0)
+		return false;
+	got = read(fd, head, sizeof(head));
+	CloseTransientFile(fd);
+	if (got != (ssize_t) sizeof(head))
+		return false;
+	memcpy(gid, head, GIDSIZE);
+	gid[GIDSIZE - 1] = '\0';
+	memcpy(&hdr, head + GIDSIZE, sizeof(hdr));
+	*dbid = hdr.dbid;
+	return hdr.magic == PREPARED_COUNTS_MAGIC;
+}
+
+/* The files found orphaned by the previous call, in TopMemoryContext */
+static List *orphans_seen = NIL;
+
+/*
+ * Is "name" one of "names"?
+ */
+static bool
+name_listed(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (strcmp(lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Remove the files of this database whose GID is not "prepared" (the GIDs
+ * of the transactions prepared now, read after the caller's snapshot),
+ * and the temporary files left by a PREPARE that stopped half-way.  A
+ * COMMIT PREPARED takes its file back just after its transaction ended,
+ * so a file is removed only when two calls in a row found it orphaned:
+ * the gap sweeper calls this once per sweep, ordering.sweep_interval
+ * apart.  Never raises.
+ */
+void
+stats_prepared_forget_orphans(List *prepared)
+{
+	DIR		   *dir = AllocateDir(PREPARED_DIR);
+	struct dirent *de;
+	List	   *orphans = NIL;
+	MemoryContext old;
+
+	while ((de = ReadDirExtended(dir, PREPARED_DIR, LOG)) != NULL)
+	{
+		char		path[MAXPGPATH];
+		char		gid[GIDSIZE];
+		Oid			dbid;
+		bool		temporary = strstr(de->d_name, ".tmp") != NULL;
+
+		if (strncmp(de->d_name, PREPARED_PREFIX, strlen(PREPARED_PREFIX)) != 0)
+			continue;
+		snprintf(path, sizeof(path), PREPARED_DIR "/%s", de->d_name);
+		if (!temporary &&
+			(!prepared_owner(path, gid, &dbid) || dbid != MyDatabaseId ||
+			 name_listed(prepared, gid)))
+			continue;
+		if (!name_listed(orphans_seen, de->d_name))
+		{
+			old = MemoryContextSwitchTo(TopMemoryContext);
+			orphans = lappend(orphans, pstrdup(de->d_name));
+			MemoryContextSwitchTo(old);
+		}
+		else if (unlink(path) == 0)
+			ereport(LOG,
+					(errmsg("removed file \"%s\": the ordering statistics of a transaction no longer prepared",
+							path)));
+	}
+	FreeDir(dir);
+	list_free_deep(orphans_seen);
+	orphans_seen = orphans;
 }
