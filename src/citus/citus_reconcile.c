@@ -50,6 +50,7 @@ ordering_distributed_stream_resources(PG_FUNCTION_ARGS)
 	AclResult	aclresult;
 	AsOwner		caller;
 	Portal		portal;
+	char	   *sql;
 	bool		prefixed = !PG_ARGISNULL(1);
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -69,17 +70,15 @@ ordering_distributed_stream_resources(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	/* the prefix as a clause of its own: Citus pushes it down to each shard */
-	portal = SPI_cursor_open_with_args(NULL, psprintf(
-													  "SELECT c.resource_id::pg_catalog.text, c.last_seq FROM %s c"
-													  " WHERE c.stream OPERATOR(pg_catalog.=) $1"
-													  "   AND c.last_seq OPERATOR(pg_catalog.>) 0%s",
-													  quote_qualified_identifier("ordering_internal",
-																				 get_rel_name(counters)),
-													  prefixed ?
-													  "   AND pg_catalog.starts_with(c.resource_id::pg_catalog.text, $2)" :
-													  ""),
-									   prefixed ? 2 : 1, argtypes, args, NULL,
-									   true, 0);
+	sql = psprintf("SELECT c.resource_id::pg_catalog.text, c.last_seq FROM %s c"
+				   " WHERE c.stream OPERATOR(pg_catalog.=) $1"
+				   "   AND c.last_seq OPERATOR(pg_catalog.>) 0%s",
+				   quote_qualified_identifier("ordering_internal",
+											  get_rel_name(counters)),
+				   prefixed ? "   AND pg_catalog.starts_with("
+				   "c.resource_id::pg_catalog.text, $2)" : "");
+	portal = SPI_cursor_open_with_args(NULL, sql, prefixed ? 2 : 1, argtypes,
+									   args, NULL, true, 0);
 	if (portal == NULL)
 		elog(ERROR, "could not read the counters of a distributed stream: %s",
 			 SPI_result_code_string(SPI_result));
