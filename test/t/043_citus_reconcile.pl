@@ -19,7 +19,8 @@
 # 3. tools/ordering-reconcile names exactly those ten for each consumer and
 #    counts 200 resources on the producer and 197 with a position.
 # 4. A role with the producer set summarises the stream; without SELECT on
-#    ordering.sequences it is refused (42501), as on one node.
+#    ordering.sequences it is refused (42501), as on one node, by the
+#    summary and by the function that reads the counter table.
 use strict;
 use warnings;
 use FindBin;
@@ -212,6 +213,12 @@ my ($ret, $out, $err) = $coord->psql('postgres', qq{\\set VERBOSITY verbose
 	SELECT * FROM ordering.stream_summary('public.rec_ev', $buckets)});
 like($err, qr/ERROR:\s+42501/,
 	'without SELECT on ordering.sequences it is refused (42501), as on one node');
+# the function that reads the counter table as its owner checks it itself
+($ret, $out, $err) = $coord->psql('postgres', q{\set VERBOSITY verbose
+	SET ROLE rec_producer;
+	SELECT count(*) FROM ordering_internal.distributed_stream_resources('public.rec_ev', NULL)});
+like($err, qr/ERROR:\s+42501:\s+permission denied for table sequences/,
+	'... and so is its direct call of the function that reads the counter table');
 
 $cluster->stop;
 done_testing();
