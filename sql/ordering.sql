@@ -291,7 +291,7 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 \ir definitions/reconcile/resource_fingerprint.sql
 \ir definitions/reconcile/reconcile_check_arguments.sql
 \ir definitions/reconcile/reconcile_check_stream.sql
-\ir definitions/reconcile/reconcile_producer_resources.sql
+-- (reconcile_producer_resources.sql follows the Citus section: it reads it)
 \ir definitions/reconcile/count_reconciled.sql
 \ir definitions/reconcile/stream_summary.sql
 \ir definitions/reconcile/reconcile.sql
@@ -328,6 +328,10 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 \ir definitions/citus/consumer_tag.sql
 \ir definitions/citus/distributed_consumer_table.sql
 \ir definitions/citus/distribute_consumer.sql
+-- what the producer side of reconciliation reads (the reconciliation
+-- section above): the counters of one node's and of distributed streams
+\ir definitions/reconcile/distributed_stream_resources.sql
+\ir definitions/reconcile/reconcile_producer_resources.sql
 
 -------------------------------------------------------------------------------
 -- Privileges

@@ -335,6 +335,7 @@ SELECT * FROM ordering.consumer_summary('rc');
 SELECT * FROM ordering.consumer_state('rc', 4, '{0}');
 SELECT * FROM ordering.reconcile('[]', 4, '{0}');
 SELECT ordering_internal.count_reconciled('ordering.outbox', 1, 0, 0);
+SELECT * FROM ordering_internal.distributed_stream_resources('ordering.outbox', NULL);
 SELECT * FROM ordering.check();
 RESET ROLE;
 REVOKE USAGE ON SCHEMA ordering FROM regress_rc_nobody;
@@ -351,6 +352,7 @@ GRANT EXECUTE ON FUNCTION ordering.resource_bucket(text, integer),
     TO regress_rc_producer, regress_rc_consumer;
 GRANT EXECUTE ON FUNCTION ordering_internal.reconcile_check_stream(text, text[]),
     ordering_internal.reconcile_producer_resources(text, text, text[]),
+    ordering_internal.distributed_stream_resources(text, text),
     ordering.stream_summary(text, integer, text, text[]),
     ordering.reconcile(jsonb, integer, integer[], text, text, text[], interval, boolean),
     ordering_internal.count_reconciled(text, bigint, bigint, bigint)

@@ -30,6 +30,7 @@ BEGIN
         'ordering_internal.reconcile_check_arguments(integer, text), '
         'ordering_internal.reconcile_check_stream(text, text[]), '
         'ordering_internal.reconcile_producer_resources(text, text, text[]), '
+        'ordering_internal.distributed_stream_resources(text, text), '
         'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint), '
         -- relays of an outbox distributed by Citus
         'ordering.claim_unpublished_on_node(anyelement, integer), '
