@@ -19,7 +19,7 @@
 # Then the workload: pgbench producers through the coordinator and on a
 # worker (10% rollbacks, transactions that write two resources, most often on
 # two workers: two-phase commit), and relays on every node that holds shards
-# (claim_unpublished_on_node, mark_published(outbox, ids)), during a logical move,
+# (claim_unpublished(outbox, n), mark_published(outbox, ids)), during a logical move,
 # a block_writes move, a blocking split, a non-blocking split whose children
 # are on another node (the documented way: docs/citus.md), a rebalance onto a
 # third node and a drain.  After each operation numbering continues where it
@@ -451,7 +451,7 @@ COMMIT;
 # A relay: claim on this node, "publish" into a log of this node, mark.
 PostgreSQL::Test::Utils::append_to_file($relay, q{
 BEGIN;
-WITH c AS (SELECT * FROM ordering.claim_unpublished_on_node(NULL::events, 50)),
+WITH c AS (SELECT * FROM ordering.claim_unpublished(NULL::events, 50)),
      l AS (INSERT INTO relay_log SELECT c.id, c.resource_id, c.seq FROM c)
 SELECT ordering.mark_published('events', ARRAY(SELECT c.id FROM c));
 COMMIT;
@@ -475,7 +475,7 @@ sub grant_roles
 		SET citus.enable_ddl_propagation = off;
 		SELECT ordering.grant_producer('producer');
 		SELECT ordering.grant_producer('relay');
-		GRANT EXECUTE ON FUNCTION ordering.claim_unpublished_on_node(anyelement, integer),
+		GRANT EXECUTE ON FUNCTION ordering.claim_unpublished(anyelement, integer),
 		      ordering.mark_published(regclass, bigint[]),
 		      ordering.relay_nodes(regclass) TO relay;
 	});
