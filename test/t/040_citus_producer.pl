@@ -40,7 +40,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 use FindBin;
 use lib $FindBin::RealBin;
-use OrderingCitus;
+use OrderingCitus qw(sql fails sql_as fails_as);
 
 OrderingCitus::skip_unless_citus();
 
@@ -53,24 +53,6 @@ my $coord = $cluster->coordinator;
 my ($w1, $w2) = $cluster->workers;
 note 'Citus ' . $cluster->citus_version . ', '
   . $coord->safe_psql('postgres', 'SELECT version()');
-
-sub sql
-{
-	my ($node, $query) = @_;
-	return $node->safe_psql('postgres', $query);
-}
-
-# Run a statement that must fail; returns its stderr.
-sub fails
-{
-	my ($node, $query, $sqlstate, $pattern, $name) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres',
-		"\\set VERBOSITY verbose\n$query", on_error_stop => 1);
-	isnt($ret, 0, "$name: fails");
-	like($err, qr/ERROR:\s+$sqlstate/, "$name: SQLSTATE $sqlstate");
-	like($err, $pattern, "$name: says why") if $pattern;
-	return $err;
-}
 
 # ---------------------------------------------------------------------------
 # The tables
@@ -502,25 +484,6 @@ relay_node($_) for ($w1, $w2);
 # write that stream's counter table or the registry with SQL, on the
 # coordinator or on a worker.
 # ---------------------------------------------------------------------------
-
-# Run a statement as a role on a node; it must fail.  Returns its stderr.
-sub fails_as
-{
-	my ($node, $user, $query, $sqlstate, $pattern, $name) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres',
-		"\\set VERBOSITY verbose\n$query", on_error_stop => 1,
-		extra_params => [ '-U', $user ]);
-	isnt($ret, 0, "$name: fails");
-	like($err, qr/ERROR:\s+$sqlstate/, "$name: SQLSTATE $sqlstate");
-	like($err, $pattern, "$name: says why") if $pattern;
-	return $err;
-}
-
-sub sql_as
-{
-	my ($node, $user, $query) = @_;
-	return $node->safe_psql('postgres', $query, extra_params => [ '-U', $user ]);
-}
 
 # stream Y: public.owned_stream, attached by the extension's owner (its
 # first attach makes the counter table), then given to role stream_owner
