@@ -68,15 +68,15 @@ DROP TABLE copied_trigger_102008;
 
 -- The relay functions of a distributed outbox refuse other tables (0A000),
 -- and a claim wants a row of the outbox's type.
-SELECT * FROM ordering.claim_unpublished_on_node(NULL::ordering.outbox, 10);
+SELECT * FROM ordering.claim_unpublished(NULL::ordering.outbox, 10);
 \echo :LAST_ERROR_SQLSTATE
 SELECT ordering.mark_published('ordering.outbox', ARRAY[1::bigint]);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM ordering.relay_nodes('ordering.outbox');
 \echo :LAST_ERROR_SQLSTATE
-SELECT * FROM ordering.claim_unpublished_on_node(1, 10);
-SELECT * FROM ordering.claim_unpublished_on_node(NULL::ordering.outbox, -1);
-SELECT * FROM ordering.claim_unpublished_on_node(NULL::ordering.outbox, NULL);
+SELECT * FROM ordering.claim_unpublished(1, 10);
+SELECT * FROM ordering.claim_unpublished(NULL::ordering.outbox, -1);
+SELECT * FROM ordering.claim_unpublished(NULL::ordering.outbox, NULL);
 
 -- The internal helper that PUBLIC may execute answers only whoever may do
 -- what it serves: marking rows (UPDATE).  (On
@@ -97,7 +97,7 @@ CREATE ROLE regress_citus_producer;
 SELECT ordering.grant_producer('regress_citus_producer');
 SELECT p::regprocedure AS function,
        has_function_privilege('regress_citus_producer', p, 'EXECUTE') AS producer_may
-  FROM unnest(ARRAY['ordering.claim_unpublished_on_node(anyelement, integer)',
+  FROM unnest(ARRAY['ordering.claim_unpublished(anyelement, integer)',
                     'ordering.mark_published(regclass, bigint[])',
                     'ordering.relay_nodes(regclass)']::regprocedure[]) p;
 CREATE TABLE citus_local_outbox (id serial, resource_id text, seq bigint);

@@ -224,13 +224,12 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 -------------------------------------------------------------------------------
 
 \ir definitions/relay/wait_for_standbys.sql
-\ir definitions/relay/claim_unpublished.sql
 \ir definitions/relay/mark_published.sql
 \ir definitions/relay/republish.sql
 \ir definitions/relay/purge_published.sql
 \ir definitions/relay/lock_shard_for_relay.sql
 \ir definitions/relay/relay_shards.sql
-\ir definitions/relay/claim_unpublished_on_node.sql
+\ir definitions/relay/claim_unpublished.sql
 \ir definitions/relay/relay_nodes.sql
 \ir definitions/relay/outbox_lag.sql
 

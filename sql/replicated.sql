@@ -3,7 +3,8 @@
 -- test/t/023_failover.pl runs them against a streaming standby and a failover.
 
 -- Every call of the 1.0 claim_unpublished(integer) still resolves, to the
--- one function that replaced it.
+-- one function that replaced it (the claim of a distributed outbox takes
+-- two arguments).
 SELECT to_regprocedure('ordering.claim_unpublished(integer)') IS NULL AS old_signature_gone;
 SELECT p.oid::regprocedure, pg_get_function_arguments(p.oid) FROM pg_proc p
  WHERE p.proname IN ('claim_unpublished', 'wait_for_standbys')

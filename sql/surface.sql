@@ -56,7 +56,24 @@ SELECT f, to_regprocedure(f) IS NULL AS gone
                     'ordering.consumer_statistics()', 'ordering.gap_deadline()',
                     'ordering.sequence_stored()', 'ordering.sequence_stored_trigger()',
                     'ordering.sequence_guard()', 'ordering.distributed_open_gaps()',
-                    'ordering.mark_published_on_node(regclass, bigint[])']) f;
+                    'ordering.mark_published_on_node(regclass, bigint[])',
+                    'ordering.claim_unpublished_on_node(anyelement, integer)']) f;
+
+-- The two claims: with one argument, typed or not (lib/pq and node-postgres
+-- send parameters untyped), the claim of ordering.outbox; with a row of an
+-- outbox first, the claim on a node of an outbox distributed by Citus
+-- (without Citus, 0A000).  Two untyped arguments could be either: named,
+-- the second says which.
+PREPARE claim_untyped AS SELECT count(*) FROM ordering.claim_unpublished($1);
+EXECUTE claim_untyped(0);
+DEALLOCATE claim_untyped;
+SELECT count(*) FROM ordering.claim_unpublished('0');
+SELECT * FROM ordering.claim_unpublished(NULL::ordering.outbox, 10);
+\echo :LAST_ERROR_SQLSTATE
+PREPARE claim_two AS SELECT count(*) FROM ordering.claim_unpublished($1, $2);
+PREPARE claim_named AS SELECT count(*) FROM ordering.claim_unpublished($1, replicated => $2);
+EXECUTE claim_named(0, false);
+DEALLOCATE claim_named;
 
 -------------------------------------------------------------------------------
 -- One deliver() through a handler: every call the contract and the README

@@ -501,7 +501,7 @@ citus_raise_counters(Relation rel, text *stream, const char *resource_column,
  * returns void: the shard metadata lock of a shard of "outbox", in
  * ShareLock mode, to the end of the caller's transaction, as Citus's
  * executor takes it for a write through the distributed table.  Relays
- * (claim_unpublished_on_node()) read and mark shards directly, on their
+ * (claim_unpublished(outbox, n)) read and mark shards directly, on their
  * node; with this lock no move or split of the shard completes while they
  * hold claimed rows, so a mark is never lost with an old shard.  Citus's
  * lock_shard_metadata() wants the table's owner: it runs as the owner, for

@@ -263,6 +263,41 @@ registered_stream(Relation rel, bool *wake_relays)
 	return stream;
 }
 
+/* A test of one catalog row (catalog_row_of_any()) */
+typedef bool (*CatalogRowTest) (HeapTuple tuple);
+
+/*
+ * Has catalog "catalog_id" a row, passing "test" (NULL: any row), whose
+ * "attno" equals one of "oids"?  "index_id" is an index of the catalog
+ * that leads with "attno".
+ */
+static bool
+catalog_row_of_any(Oid catalog_id, Oid index_id, AttrNumber attno,
+				   List *oids, CatalogRowTest test)
+{
+	Relation	catalog = table_open(catalog_id, AccessShareLock);
+	ListCell   *lc;
+	bool		found = false;
+
+	foreach(lc, oids)
+	{
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tuple;
+
+		ScanKeyInit(&key, attno, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(lfirst_oid(lc)));
+		scan = systable_beginscan(catalog, index_id, true, NULL, 1, &key);
+		while (!found && HeapTupleIsValid(tuple = systable_getnext(scan)))
+			found = test == NULL || test(tuple);
+		systable_endscan(scan);
+		if (found)
+			break;
+	}
+	table_close(catalog, AccessShareLock);
+	return found;
+}
+
 /*
  * Does a logical replication subscription write "rel" or one of its
  * partitioned ancestors (pg_subscription_rel)?
@@ -272,26 +307,11 @@ subscribed(Relation rel)
 {
 	List	   *rels = lcons_oid(RelationGetRelid(rel),
 								 get_partition_ancestors(RelationGetRelid(rel)));
-	Relation	catalog = table_open(SubscriptionRelRelationId, AccessShareLock);
-	ListCell   *lc;
-	bool		found = false;
+	bool		found;
 
-	foreach(lc, rels)
-	{
-		ScanKeyData key;
-		SysScanDesc scan;
-
-		ScanKeyInit(&key, Anum_pg_subscription_rel_srrelid,
-					BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(lfirst_oid(lc)));
-		scan = systable_beginscan(catalog, SubscriptionRelSrrelidSrsubidIndexId,
-								  true, NULL, 1, &key);
-		found = HeapTupleIsValid(systable_getnext(scan));
-		systable_endscan(scan);
-		if (found)
-			break;
-	}
-	table_close(catalog, AccessShareLock);
+	found = catalog_row_of_any(SubscriptionRelRelationId,
+							   SubscriptionRelSrrelidSrsubidIndexId,
+							   Anum_pg_subscription_rel_srrelid, rels, NULL);
 	list_free(rels);
 	return found;
 }
@@ -479,6 +499,16 @@ user_after_insert_trigger(int16 tgtype, char tgenabled, bool tgisinternal,
 		tgfoid != sequence_stored_fn;
 }
 
+/* A pg_trigger row that is a user's AFTER INSERT trigger */
+static bool
+user_after_insert_trigger_row(HeapTuple tuple)
+{
+	Form_pg_trigger t = (Form_pg_trigger) GETSTRUCT(tuple);
+
+	return user_after_insert_trigger(t->tgtype, t->tgenabled,
+									 t->tgisinternal, t->tgfoid);
+}
+
 /*
  * Has one of the partitions of a partitioned table (at any depth) a user's
  * AFTER INSERT trigger of its own?  Read in pg_trigger, since the
@@ -488,34 +518,13 @@ static bool
 partition_after_insert_trigger(Oid relid)
 {
 	List	   *partitions = find_all_inheritors(relid, NoLock, NULL);
-	Relation	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
-	ListCell   *lc;
-	bool		found = false;
+	bool		found;
 
-	foreach(lc, partitions)
-	{
-		ScanKeyData key;
-		SysScanDesc scan;
-		HeapTuple	tuple;
-
-		if (lfirst_oid(lc) == relid)
-			continue;
-		ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber,
-					F_OIDEQ, ObjectIdGetDatum(lfirst_oid(lc)));
-		scan = systable_beginscan(pg_trigger, TriggerRelidNameIndexId, true,
-								  NULL, 1, &key);
-		while (!found && HeapTupleIsValid(tuple = systable_getnext(scan)))
-		{
-			Form_pg_trigger t = (Form_pg_trigger) GETSTRUCT(tuple);
-
-			found = user_after_insert_trigger(t->tgtype, t->tgenabled,
-											  t->tgisinternal, t->tgfoid);
-		}
-		systable_endscan(scan);
-		if (found)
-			break;
-	}
-	table_close(pg_trigger, AccessShareLock);
+	/* the table's own triggers are looked at by the caller */
+	partitions = list_delete_oid(partitions, relid);
+	found = catalog_row_of_any(TriggerRelationId, TriggerRelidNameIndexId,
+							   Anum_pg_trigger_tgrelid, partitions,
+							   user_after_insert_trigger_row);
 	list_free(partitions);
 	return found;
 }

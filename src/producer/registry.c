@@ -311,7 +311,7 @@ ordering_wake_relays(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("relation \"%s\" is distributed by Citus: its rows are stored on the workers, in transactions that Citus may prepare for two-phase commit, which cannot send NOTIFY",
 						get_rel_name(relid)),
-				 errhint("Relays of a distributed outbox poll each node with ordering.claim_unpublished_on_node() (docs/citus.md).")));
+				 errhint("Relays of a distributed outbox poll each node with ordering.claim_unpublished(NULL::my_outbox, n) (docs/citus.md).")));
 	memcpy(values, row.values, sizeof(values));
 	memcpy(nulls, row.nulls, sizeof(nulls));
 	values[ATTACHMENTS_WAKE_RELAYS - 1] = BoolGetDatum(enabled);

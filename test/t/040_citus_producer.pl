@@ -19,7 +19,7 @@
 # Then the workload: pgbench producers through the coordinator and on a
 # worker (10% rollbacks, transactions that write two resources, most often on
 # two workers: two-phase commit), and relays on every node that holds shards
-# (claim_unpublished_on_node, mark_published(outbox, ids)), during a logical move,
+# (claim_unpublished(outbox, n), mark_published(outbox, ids)), during a logical move,
 # a block_writes move, a blocking split, a non-blocking split whose children
 # are on another node (the documented way: docs/citus.md), a rebalance onto a
 # third node and a drain.  After each operation numbering continues where it
@@ -40,7 +40,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 use FindBin;
 use lib $FindBin::RealBin;
-use OrderingCitus;
+use OrderingCitus qw(sql fails sql_as fails_as);
 
 OrderingCitus::skip_unless_citus();
 
@@ -53,24 +53,6 @@ my $coord = $cluster->coordinator;
 my ($w1, $w2) = $cluster->workers;
 note 'Citus ' . $cluster->citus_version . ', '
   . $coord->safe_psql('postgres', 'SELECT version()');
-
-sub sql
-{
-	my ($node, $query) = @_;
-	return $node->safe_psql('postgres', $query);
-}
-
-# Run a statement that must fail; returns its stderr.
-sub fails
-{
-	my ($node, $query, $sqlstate, $pattern, $name) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres',
-		"\\set VERBOSITY verbose\n$query", on_error_stop => 1);
-	isnt($ret, 0, "$name: fails");
-	like($err, qr/ERROR:\s+$sqlstate/, "$name: SQLSTATE $sqlstate");
-	like($err, $pattern, "$name: says why") if $pattern;
-	return $err;
-}
 
 # ---------------------------------------------------------------------------
 # The tables
@@ -451,7 +433,7 @@ COMMIT;
 # A relay: claim on this node, "publish" into a log of this node, mark.
 PostgreSQL::Test::Utils::append_to_file($relay, q{
 BEGIN;
-WITH c AS (SELECT * FROM ordering.claim_unpublished_on_node(NULL::events, 50)),
+WITH c AS (SELECT * FROM ordering.claim_unpublished(NULL::events, 50)),
      l AS (INSERT INTO relay_log SELECT c.id, c.resource_id, c.seq FROM c)
 SELECT ordering.mark_published('events', ARRAY(SELECT c.id FROM c));
 COMMIT;
@@ -475,7 +457,7 @@ sub grant_roles
 		SET citus.enable_ddl_propagation = off;
 		SELECT ordering.grant_producer('producer');
 		SELECT ordering.grant_producer('relay');
-		GRANT EXECUTE ON FUNCTION ordering.claim_unpublished_on_node(anyelement, integer),
+		GRANT EXECUTE ON FUNCTION ordering.claim_unpublished(anyelement, integer),
 		      ordering.mark_published(regclass, bigint[]),
 		      ordering.relay_nodes(regclass) TO relay;
 	});
@@ -502,25 +484,6 @@ relay_node($_) for ($w1, $w2);
 # write that stream's counter table or the registry with SQL, on the
 # coordinator or on a worker.
 # ---------------------------------------------------------------------------
-
-# Run a statement as a role on a node; it must fail.  Returns its stderr.
-sub fails_as
-{
-	my ($node, $user, $query, $sqlstate, $pattern, $name) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres',
-		"\\set VERBOSITY verbose\n$query", on_error_stop => 1,
-		extra_params => [ '-U', $user ]);
-	isnt($ret, 0, "$name: fails");
-	like($err, qr/ERROR:\s+$sqlstate/, "$name: SQLSTATE $sqlstate");
-	like($err, $pattern, "$name: says why") if $pattern;
-	return $err;
-}
-
-sub sql_as
-{
-	my ($node, $user, $query) = @_;
-	return $node->safe_psql('postgres', $query, extra_params => [ '-U', $user ]);
-}
 
 # stream Y: public.owned_stream, attached by the extension's owner (its
 # first attach makes the counter table), then given to role stream_owner

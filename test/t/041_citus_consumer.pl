@@ -34,21 +34,21 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use OrderingCitus;
+use OrderingCitus qw(sql fails_as);
 
 OrderingCitus::skip_unless_citus();
 
 my $cluster = OrderingCitus->new('ccons', workers => 2);
 my $coord = $cluster->coordinator;
 my ($worker1, $worker2) = $cluster->workers;
-note $coord->safe_psql('postgres', 'SELECT citus_version()')
+note sql($coord, 'SELECT citus_version()')
   . ' (extension version ' . $cluster->citus_version . ')';
 
 # the resources of the stream, and the events of each
 my $resources = 120;
 my $per_resource = 20;
 
-$coord->safe_psql('postgres', q{
+sql($coord, q{
 	CREATE TABLE acct (resource_id text PRIMARY KEY, last_seq bigint NOT NULL,
 	                   applied bigint NOT NULL, total bigint NOT NULL);
 	SELECT create_distributed_table('acct', 'resource_id', shard_count => 8);
@@ -80,7 +80,7 @@ $coord->safe_psql('postgres', q{
 # The stream: the truth, and the schedule the sessions deliver, shuffled
 # as a whole, each event twice with probability 0.1 and lost with 0.05
 # (never the last of a resource, and never the poison one).
-$coord->safe_psql('postgres', qq{
+sql($coord, qq{
 	SELECT setseed(0.41);
 	CREATE TABLE truth AS
 	SELECT 'acct-' || r AS resource_id, s::bigint AS seq, (random() * 100)::int AS v
@@ -98,23 +98,23 @@ $coord->safe_psql('postgres', qq{
 	 WHERE e.lost >= 0.05 OR e.seq = $per_resource OR e.resource_id = 'acct-poison';
 	CREATE SEQUENCE sched_n;
 });
-my $total = $coord->safe_psql('postgres', 'SELECT count(*) FROM sched');
+my $total = sql($coord, 'SELECT count(*) FROM sched');
 
 # a consumer with state before it is distributed: it moves along
-is($coord->safe_psql('postgres', q{
+is(sql($coord, q{
 	SELECT count(*) FROM ordering.deliver('acct', 'acct-0', 2,
 	    (SELECT jsonb_build_object('v', v, 'poison', false) FROM truth
 	      WHERE resource_id = 'acct-0' AND seq = 2));
 	SELECT count(*) FROM (SELECT ordering.distribute_consumer('acct', 'acct')) x;
 	SELECT count(*) FROM ordering.parked WHERE consumer = 'acct';
 }), "0\n1\n0", 'distribute_consumer() moves the state the consumer had');
-my $tag = $coord->safe_psql('postgres',
+my $tag = sql($coord,
 	q{SELECT tag FROM ordering_internal.distributed_consumers WHERE consumer = 'acct'});
 like($tag, qr/^consumer_[0-9a-f]{16}$/, 'the consumer is registered with its tag');
-is($coord->safe_psql('postgres', qq{
+is(sql($coord, qq{
 	SELECT count(*) FROM ordering_internal.${tag}_parked WHERE resource_id = 'acct-0'}),
 	'1', 'its parked event is in its distributed table');
-is($coord->safe_psql('postgres', qq{
+is(sql($coord, qq{
 	SELECT count(DISTINCT c.colocationid)
 	  FROM pg_dist_partition c
 	 WHERE c.logicalrelid IN ('acct'::regclass, 'ordering_internal.${tag}_positions'::regclass,
@@ -153,7 +153,7 @@ my $bench = IPC::Run::start(
 sub group_of
 {
 	my ($resource) = @_;
-	my ($shard, $node, $min, $max) = split /\|/, $coord->safe_psql('postgres', qq{
+	my ($shard, $node, $min, $max) = split /\|/, sql($coord, qq{
 		SELECT s.shardid, s.nodeport, d.shardminvalue, d.shardmaxvalue
 		  FROM citus_shards s JOIN pg_dist_shard d USING (shardid)
 		 WHERE s.shardid = get_shard_id_for_distribution_column('acct', '$resource')});
@@ -162,7 +162,7 @@ sub group_of
 sub node_id_of_port
 {
 	my ($port) = @_;
-	return $coord->safe_psql('postgres',
+	return sql($coord,
 		"SELECT nodeid FROM pg_dist_node WHERE nodeport = $port");
 }
 sub other_worker
@@ -174,12 +174,12 @@ sub other_worker
 sub wait_deliveries
 {
 	my ($more) = @_;
-	my $start = $coord->safe_psql('postgres', 'SELECT last_value FROM sched_n');
+	my $start = sql($coord, 'SELECT last_value FROM sched_n');
 	for (my $tries = 0;; $tries++)
 	{
 		$bench->pump_nb;
 		die "the deliveries stopped:\n$bench_out\n$bench_err" unless $bench->pumpable;
-		last if $coord->safe_psql('postgres', "SELECT last_value >= $start + $more FROM sched_n") eq 't';
+		last if sql($coord, "SELECT last_value >= $start + $more FROM sched_n") eq 't';
 		die "the deliveries stalled:\n$bench_out\n$bench_err" if $tries > 600;
 		sleep 1;
 	}
@@ -188,7 +188,7 @@ sub wait_deliveries
 wait_deliveries(300);
 my ($shard, $port) = group_of('acct-1');
 $cluster->clean_orphans;
-$coord->safe_psql('postgres', qq{
+sql($coord, qq{
 	SELECT citus_move_shard_placement($shard, '${\ $coord->host}', $port,
 	       '${\ $coord->host}', ${\ other_worker($port)}, 'force_logical')});
 note "moved the group of shard $shard from $port (logical)";
@@ -196,7 +196,7 @@ wait_deliveries(300);
 
 ($shard, $port) = group_of('acct-2');
 $cluster->clean_orphans;
-$coord->safe_psql('postgres', qq{
+sql($coord, qq{
 	SELECT citus_move_shard_placement($shard, '${\ $coord->host}', $port,
 	       '${\ $coord->host}', ${\ other_worker($port)}, 'block_writes')});
 note "moved the group of shard $shard from $port (block_writes)";
@@ -205,7 +205,7 @@ wait_deliveries(300);
 my ($min, $max);
 ($shard, $port, $min, $max) = group_of('acct-3');
 my $id = node_id_of_port($port);
-$coord->safe_psql('postgres', qq{
+sql($coord, qq{
 	SELECT citus_split_shard_by_split_points($shard,
 	       ARRAY[((($min)::bigint + ($max)::bigint) / 2)::text], ARRAY[$id, $id],
 	       'block_writes')});
@@ -216,7 +216,7 @@ wait_deliveries(300);
 # node (docs/citus.md): its children go to the other worker.
 ($shard, $port, $min, $max) = group_of('acct-4');
 $id = node_id_of_port(other_worker($port));
-$coord->safe_psql('postgres', qq{
+sql($coord, qq{
 	SELECT citus_split_shard_by_split_points($shard,
 	       ARRAY[((($min)::bigint + ($max)::bigint) / 2)::text], ARRAY[$id, $id],
 	       'force_logical')});
@@ -225,11 +225,11 @@ wait_deliveries(300);
 
 my $worker3 = $cluster->add_worker;
 $cluster->clean_orphans;
-$coord->safe_psql('postgres', q{
+sql($coord, q{
 	SELECT citus_rebalance_start(shard_transfer_mode => 'block_writes');
 	SELECT citus_rebalance_wait();
 });
-my $on3 = $coord->safe_psql('postgres', qq{
+my $on3 = sql($coord, qq{
 	SELECT count(*) FROM citus_shards
 	 WHERE table_name = 'ordering_internal.${tag}_positions'::regclass
 	   AND nodeport = ${\ $worker3->port}});
@@ -247,7 +247,7 @@ ok(@runs > 0 && !grep({ $_ != 0 } @failed) && $bench_err !~ /aborted/,
 	"$delivered deliveries in " . scalar(@runs) . ' pgbench runs during the moves, splits and rebalance, none failed')
   or diag "$bench_out\n$bench_err";
 note "schedule of $total deliveries of "
-  . $coord->safe_psql('postgres', 'SELECT count(*) FROM truth') . ' events';
+  . sql($coord, 'SELECT count(*) FROM truth') . ' events';
 
 # Republish what the gap sweeps ask for, and what reconciliation finds
 # behind (lost last events), until nothing is behind but the poison
@@ -255,7 +255,7 @@ note "schedule of $total deliveries of "
 # the statistics of a transaction that wrote on several nodes are not
 # counted (it commits in two phases, and 1.1 counts no prepared
 # transaction), and the last test adds the nodes' counts up.
-$coord->safe_psql('postgres', q{
+sql($coord, q{
 	CREATE PROCEDURE redeliver(n INOUT bigint) LANGUAGE plpgsql AS $$
 	DECLARE e record;
 	BEGIN
@@ -275,7 +275,7 @@ my $behind = -1;
 for (my $round = 1; $round <= 60 && $behind != 0; $round++)
 {
 	sleep 1;
-	$republished += $coord->safe_psql('postgres', q{
+	$republished += sql($coord, q{
 		SET ordering.gap_deadline = 1;
 		CREATE TEMP TABLE req AS SELECT resource_id, missing_from, missing_to FROM ordering.sweep_gaps();
 		CREATE TEMP TABLE todo AS
@@ -285,7 +285,7 @@ for (my $round = 1; $round <= 60 && $behind != 0; $round++)
 	});
 	# reconciliation: the buckets whose summary differs from the truth's,
 	# then the events above the consumer's position in them
-	$republished += $coord->safe_psql('postgres', qq{
+	$republished += sql($coord, qq{
 		CREATE TEMP TABLE differ AS
 		SELECT COALESCE(e.b, a.bucket) AS b
 		  FROM (SELECT ordering.resource_bucket(resource_id, $buckets) AS b, count(*) AS n,
@@ -300,7 +300,7 @@ for (my $round = 1; $round <= 60 && $behind != 0; $round++)
 		 WHERE c.parked_from IS NULL OR t.seq < c.parked_from;
 		CALL redeliver(0);
 	});
-	$behind = $coord->safe_psql('postgres', qq{
+	$behind = sql($coord, qq{
 		SELECT count(*) FROM (SELECT resource_id, max(seq) AS m FROM truth
 		                       WHERE resource_id <> 'acct-poison' GROUP BY 1) t
 		  LEFT JOIN ordering_internal.${tag}_positions p USING (resource_id)
@@ -309,59 +309,59 @@ for (my $round = 1; $round <= 60 && $behind != 0; $round++)
 is($behind, '0', "republish and reconciliation caught up ($republished events delivered again)");
 
 # the poison event is the dead letter of its resource, on a worker
-is($coord->safe_psql('postgres', qq{
+is(sql($coord, qq{
 	SELECT d.seq || ' ' || d.attempts || ' ' || d.sqlstate || ' ' || p.position
 	  FROM ordering_internal.${tag}_dead_letters d
 	  JOIN ordering_internal.${tag}_positions p USING (consumer, resource_id)}), '3 1 P0001 2',
 	'the poison event is the dead letter, and its resource is blocked before it');
-my $dead_port = $coord->safe_psql('postgres', qq{
+my $dead_port = sql($coord, qq{
 	SELECT nodeport FROM citus_shards
 	 WHERE shardid = get_shard_id_for_distribution_column('ordering_internal.${tag}_dead_letters',
 	                                                      'acct-poison')});
 isnt($dead_port, $coord->port, "it is kept on a worker (port $dead_port)");
-is($coord->safe_psql('postgres', q{
+is(sql($coord, q{
 	SELECT ordering.retry_dead_letter('acct', 'acct-poison', 'apply_event(text,bigint,jsonb)')}),
 	'0', 'a retry through the same handler fails again: nothing ran');
-is($coord->safe_psql('postgres', qq{
+is(sql($coord, qq{
 	SELECT attempts FROM ordering_internal.${tag}_dead_letters}), '2', '... and counts the attempt');
-is($coord->safe_psql('postgres', q{
+is(sql($coord, q{
 	SELECT ordering.retry_dead_letter('acct', 'acct-poison', 'apply_cured(text,bigint,jsonb)')}),
 	$per_resource - 2, 'a retry through the cured handler runs it and everything parked behind it');
 
 # every event applied exactly once, in order
-is($coord->safe_psql('postgres', q{
+is(sql($coord, q{
 	SELECT count(*) FROM (SELECT resource_id, count(*) AS n, sum(v) AS total FROM truth GROUP BY 1) t
 	  JOIN acct a USING (resource_id)
 	 WHERE a.last_seq = t.n AND a.applied = t.n AND a.total = t.total}),
 	$resources + 1, 'every resource of the projection has every event, once, in order');
-is($coord->safe_psql('postgres', q{
+is(sql($coord, q{
 	SELECT (SELECT count(*) FROM acct_log) = (SELECT count(*) FROM truth)}),
 	't', 'the log of applied events holds each event once');
-is($coord->safe_psql('postgres', qq{
+is(sql($coord, qq{
 	SELECT (SELECT count(*) FROM ordering_internal.${tag}_parked) || ' '
 	    || (SELECT count(*) FROM ordering_internal.${tag}_dead_letters) || ' '
 	    || (SELECT count(*) FROM ordering_internal.${tag}_gap_requests) || ' '
 	    || (SELECT count(*) FROM ordering_internal.${tag}_positions p
 	         WHERE p.position <> $per_resource)}),
 	'0 0 0 0', 'nothing is left parked, dead or requested, and every position is the last seq');
-is($coord->safe_psql('postgres', 'SELECT count(*) FROM ordering.check()'), '0',
+is(sql($coord, 'SELECT count(*) FROM ordering.check()'), '0',
 	'ordering.check() finds nothing');
 # each call counted where it ran: the nodes' counters add up
-is($coord->safe_psql('postgres', q{
+is(sql($coord, q{
 	SELECT sum(r.result::bigint) FROM run_command_on_all_nodes(
 	    $$SELECT COALESCE(sum(events_applied), 0) FROM ordering.stats WHERE consumer = 'acct'$$) r}),
-	$coord->safe_psql('postgres', 'SELECT count(*) FROM truth'),
+	sql($coord, 'SELECT count(*) FROM truth'),
 	'the events applied counted on all nodes are the events of the stream');
 # for the record: what the stream and the deliveries were, and how the
 # consumer decided (the counters of all nodes)
 note 'schedule: '
-  . $coord->safe_psql('postgres', q{
+  . sql($coord, q{
 	SELECT (SELECT count(*) FROM truth) || ' events, '
 	    || (SELECT count(*) - count(DISTINCT (resource_id, seq)) FROM sched) || ' scheduled twice, '
 	    || (SELECT count(*) FROM truth t WHERE NOT EXISTS (SELECT FROM sched s
 	         WHERE s.resource_id = t.resource_id AND s.seq = t.seq)) || ' lost'})
   . '; counted on all nodes: '
-  . $coord->safe_psql('postgres', q{
+  . sql($coord, q{
 	SELECT string_agg(k || ' ' || v, ', ' ORDER BY o)
 	  FROM (SELECT j->>'consumer' AS consumer,
 	               sum((j->>'events_consumed')::bigint) AS consumed,
@@ -382,13 +382,13 @@ note 'schedule: '
 
 # check() sees a broken invariant on a worker: a parked event that should
 # have drained, written with SQL behind the summary its position row keeps
-$coord->safe_psql('postgres', qq{
+sql($coord, qq{
 	INSERT INTO ordering_internal.${tag}_parked (consumer, resource_id, seq, payload)
 	VALUES ('acct', 'acct-7', $per_resource + 1, '{}')});
-is($coord->safe_psql('postgres', 'SELECT kind FROM ordering.check() ORDER BY 1'),
+is(sql($coord, 'SELECT kind FROM ordering.check() ORDER BY 1'),
 	"parked_not_drained\nparked_summary_mismatch",
 	'check() reports a parked event that should have drained, and the stale summary, on its node');
-$coord->safe_psql('postgres', qq{
+sql($coord, qq{
 	DELETE FROM ordering_internal.${tag}_parked WHERE resource_id = 'acct-7'});
 
 # 2. The batch-vs-single equivalence test of 1.1, every consumer
@@ -398,7 +398,7 @@ $coord->safe_psql('postgres', qq{
 my $be = slurp_file("$FindBin::RealBin/../../sql/batch_equivalence.sql");
 my ($prelude, $rest) = split /\n(?=-- Trials:)/, $be, 2;
 my ($trials, $cleanup) = split /\nDROP PROCEDURE/, $rest, 2;
-$coord->safe_psql('postgres', q{
+sql($coord, q{
 	CREATE TABLE be_anchor (resource_id text PRIMARY KEY);
 	SELECT create_distributed_table('be_anchor', 'resource_id', shard_count => 4);
 	SELECT ordering.distribute_consumer(p || kind || '-' || t, 'be_anchor')
@@ -482,9 +482,9 @@ for ($prelude, $trials)
 }
 $trials =~ s/\n(?=-- One row per trial and form)/\nINSERT INTO be_handled_copy SELECT * FROM be_handled;\n/
   or die 'batch_equivalence.sql changed: no comparison found';
-$coord->safe_psql('postgres', "CREATE TABLE be_handled_copy (n bigint, consumer text, resource_id text, seq bigint, payload jsonb);\n$prelude");
+sql($coord, "CREATE TABLE be_handled_copy (n bigint, consumer text, resource_id text, seq bigint, payload jsonb);\n$prelude");
 # the handlers' record of their calls is written where they run
-$coord->safe_psql('postgres',
+sql($coord,
 	q{SELECT create_distributed_table('be_handled', 'resource_id', colocate_with => 'be_anchor')});
 my $result = $coord->safe_psql('postgres', $trials, timeout => 900);
 my @lines = split /\n/, $result;
@@ -500,7 +500,7 @@ like($result, qr/^5\|\d+\|stale, duplicate, parked, drained, parked at the end, 
   or diag $result;
 
 # 3. The transaction rules
-$coord->safe_psql('postgres', q{
+sql($coord, q{
 	CREATE TABLE tx_view (resource_id text PRIMARY KEY, seq bigint NOT NULL);
 	SELECT create_distributed_table('tx_view', 'resource_id', shard_count => 4);
 	CREATE FUNCTION tx_apply(r text, s bigint, p jsonb) RETURNS void LANGUAGE sql AS $$
@@ -508,7 +508,7 @@ $coord->safe_psql('postgres', q{
 	SELECT ordering.distribute_consumer('tx', 'tx_view');
 });
 # two resources whose shards are on different workers
-my ($ra, $rb) = split /\|/, $coord->safe_psql('postgres', q{
+my ($ra, $rb) = split /\|/, sql($coord, q{
 	WITH r AS (SELECT 'tx-' || i AS resource_id,
 	                  (SELECT nodeport FROM citus_shards
 	                    WHERE shardid = get_shard_id_for_distribution_column('tx_view', 'tx-' || i)) AS port
@@ -524,7 +524,7 @@ my ($ra, $rb) = split /\|/, $coord->safe_psql('postgres', q{
 });
 is(scalar(() = $err =~ /issuing PREPARE TRANSACTION/g), 2,
 	'a transaction delivering on two workers commits with two-phase commit');
-is($coord->safe_psql('postgres', qq{
+is(sql($coord, qq{
 	SELECT ordering.position('tx', '$ra') || ' ' || ordering.position('tx', '$rb');
 	SELECT seq FROM tx_view WHERE resource_id = '$ra'}), "1 5\n1",
 	'... and both calls and the handler\'s write are there');
@@ -535,26 +535,26 @@ is($coord->safe_psql('postgres', qq{
 	SELECT ordering.position('tx', '$rb') FROM tx_view WHERE resource_id = '$ra'});
 like($err, qr/0A000: a call of distributed consumer "tx" cannot be made from a query that Citus runs on another node/,
 	'a call carried to another node by a router query is refused (0A000)');
-$coord->safe_psql('postgres', qq{
+sql($coord, qq{
 	BEGIN;
 	SELECT ordering.deliver('tx', '$ra', 2, '{}', 'tx_apply(text,bigint,jsonb)');
 	SELECT ordering.apply_if_newer('tx', '$rb', 9);
 	SELECT * FROM ordering.deliver('tx', '$rb', 7, '{}');
 	ROLLBACK;
 });
-is($coord->safe_psql('postgres', qq{
+is(sql($coord, qq{
 	SELECT ordering.position('tx', '$ra') || ' ' || ordering.position('tx', '$rb');
 	SELECT seq FROM tx_view WHERE resource_id = '$ra';
 	SELECT count(*) FROM ordering_internal.${\ tx_tag()}_parked}), "1 5\n1\n0",
 	'a rollback undoes the calls on both workers');
 sub tx_tag
 {
-	return $coord->safe_psql('postgres',
+	return sql($coord,
 		q{SELECT tag FROM ordering_internal.distributed_consumers WHERE consumer = 'tx'});
 }
 
 # prepared statements: past the plan cache's custom plans too
-is($coord->safe_psql('postgres', q{
+is(sql($coord, q{
 	PREPARE d(text, bigint) AS SELECT ordering.deliver('tx', $1, $2, '{}', 'tx_apply(text,bigint,jsonb)');
 	EXECUTE d('tx-p', 1); EXECUTE d('tx-p', 2); EXECUTE d('tx-p', 3); EXECUTE d('tx-p', 4);
 	EXECUTE d('tx-p', 5); EXECUTE d('tx-p', 6); EXECUTE d('tx-p', 7); EXECUTE d('tx-p', 8);
@@ -563,11 +563,11 @@ is($coord->safe_psql('postgres', q{
 
 # a shard group on the coordinator: the call runs there, in the session,
 # and a transaction that also writes on a worker commits in two phases
-my ($cshard, $cport) = split /\|/, $coord->safe_psql('postgres', qq{
+my ($cshard, $cport) = split /\|/, sql($coord, qq{
 	SELECT shardid, nodeport FROM citus_shards
 	 WHERE shardid = get_shard_id_for_distribution_column('tx_view', '$ra')});
 $cluster->clean_orphans;
-$coord->safe_psql('postgres', qq{
+sql($coord, qq{
 	SELECT citus_set_node_property('${\ $coord->host}', ${\ $coord->port}, 'shouldhaveshards', true);
 	SELECT citus_move_shard_placement($cshard, '${\ $coord->host}', $cport,
 	       '${\ $coord->host}', ${\ $coord->port}, 'block_writes');
@@ -583,7 +583,7 @@ $coord->safe_psql('postgres', qq{
 is($code, 0, 'a call for a resource on the coordinator runs there');
 like($err, qr/issuing PREPARE TRANSACTION/,
 	'... and its transaction, which wrote on a worker too, commits in two phases');
-is($coord->safe_psql('postgres', qq{
+is(sql($coord, qq{
 	SELECT ordering.position('tx', '$ra') || ' ' || ordering.position('tx', '$rb')}), '3 6',
 	'... with every call done');
 ($code, $out, $err) = $coord->psql('postgres', qq{
@@ -595,7 +595,7 @@ like($err, qr/citus.enable_local_execution is off/,
 
 # the newer_only guard on a distributed projection (its trigger needs
 # citus.enable_unsafe_triggers), before and after a move of its shard
-$coord->safe_psql('postgres', q{
+sql($coord, q{
 	CREATE TABLE tx_state (resource_id text PRIMARY KEY, version bigint NOT NULL, v text);
 	SELECT create_distributed_table('tx_state', 'resource_id', colocate_with => 'tx_view');
 	SET citus.enable_unsafe_triggers = on;
@@ -604,22 +604,22 @@ $coord->safe_psql('postgres', q{
 });
 my $upsert = q{INSERT INTO tx_state VALUES ('tx-s', %d, '%d')
 	ON CONFLICT (resource_id) DO UPDATE SET version = EXCLUDED.version, v = EXCLUDED.v};
-$coord->safe_psql('postgres', sprintf($upsert, 5, 5) . ';' . sprintf($upsert, 3, 3));
-my ($sshard, $sport) = split /\|/, $coord->safe_psql('postgres', q{
+sql($coord, sprintf($upsert, 5, 5) . ';' . sprintf($upsert, 3, 3));
+my ($sshard, $sport) = split /\|/, sql($coord, q{
 	SELECT shardid, nodeport FROM citus_shards
 	 WHERE shardid = get_shard_id_for_distribution_column('tx_state', 'tx-s')});
 $cluster->clean_orphans;
-$coord->safe_psql('postgres', qq{
+sql($coord, qq{
 	SELECT citus_move_shard_placement($sshard, '${\ $coord->host}', $sport,
 	       '${\ $coord->host}', ${\ ($sport == $worker3->port ? $worker1->port : $worker3->port)},
 	       'force_logical')});
-$coord->safe_psql('postgres', sprintf($upsert, 4, 4) . ';' . sprintf($upsert, 8, 8));
-is($coord->safe_psql('postgres', q{SELECT version || ' ' || v FROM tx_state}), '8 8',
+sql($coord, sprintf($upsert, 4, 4) . ';' . sprintf($upsert, 8, 8));
+is(sql($coord, q{SELECT version || ' ' || v FROM tx_state}), '8 8',
 	'newer_only skips older versions on a distributed projection, also after a move');
 
 # a handler may not call for another resource: it runs on that resource's
 # node, with Citus's force delegation
-$coord->safe_psql('postgres', q{
+sql($coord, q{
 	CREATE FUNCTION tx_nested(r text, s bigint, p jsonb) RETURNS void LANGUAGE plpgsql AS $$
 	BEGIN
 	    PERFORM ordering.apply_if_newer('tx', r || '-other', s);
@@ -633,7 +633,7 @@ like($err, qr/0A000: a handler of distributed consumer "tx" cannot call the cons
 
 # the parking cap of the node that runs the call: SQLSTATE 54000 comes back
 # (Citus propagates ALTER DATABASE ... SET to the workers)
-$coord->safe_psql('postgres', q{ALTER DATABASE postgres SET ordering.max_parked_per_resource = 2});
+sql($coord, q{ALTER DATABASE postgres SET ordering.max_parked_per_resource = 2});
 ($code, $out, $err) = $coord->psql('postgres', q{
 	\set VERBOSITY verbose
 	SELECT * FROM ordering.deliver('tx', 'tx-cap', 3, '{}');
@@ -642,7 +642,7 @@ $coord->safe_psql('postgres', q{ALTER DATABASE postgres SET ordering.max_parked_
 });
 like($err, qr/54000: too many events parked for consumer "tx" and resource "tx-cap"/,
 	'the parking cap is refused with 54000 from the worker');
-$coord->safe_psql('postgres', q{ALTER DATABASE postgres RESET ordering.max_parked_per_resource});
+sql($coord, q{ALTER DATABASE postgres RESET ordering.max_parked_per_resource});
 
 # 4. Privileges: the consumers' rules of sql/privileges.sql, on a cluster.
 # A role without the consumer set (a producer here) can neither call the
@@ -653,13 +653,13 @@ $coord->safe_psql('postgres', q{ALTER DATABASE postgres RESET ordering.max_parke
 # tables, but writes them through the functions only, as ordering.positions
 # on one node.  The roles get their sets on every node before the consumer
 # is distributed (docs/citus.md).
-$coord->safe_psql('postgres', q{
+sql($coord, q{
 	CREATE ROLE priv_consumer LOGIN;
 	CREATE ROLE priv_producer LOGIN;
 });
 $cluster->each_node(sub {
 	my ($node) = @_;
-	$node->safe_psql('postgres', q{
+	sql($node, q{
 		SET citus.enable_ddl_propagation = off;
 		SELECT ordering.grant_consumer('priv_consumer');
 		SELECT ordering.grant_producer('priv_producer');
@@ -667,16 +667,16 @@ $cluster->each_node(sub {
 });
 # the coordinator has shards since the tests above: a projection of its own
 # gets one there too
-$coord->safe_psql('postgres', q{
+sql($coord, q{
 	CREATE TABLE priv_view (resource_id text PRIMARY KEY, seq bigint);
 	SELECT create_distributed_table('priv_view', 'resource_id', colocate_with => 'none',
 	                                shard_count => 4);
 	SELECT ordering.distribute_consumer('priv', 'priv_view');
 });
-my $ptag = $coord->safe_psql('postgres',
+my $ptag = sql($coord,
 	q{SELECT tag FROM ordering_internal.distributed_consumers WHERE consumer = 'priv'});
 # a resource on the coordinator ($pa), one on a worker ($pb)
-my ($pa, $pb) = split /\|/, $coord->safe_psql('postgres', qq{
+my ($pa, $pb) = split /\|/, sql($coord, qq{
 	WITH r AS (SELECT 'priv-' || i AS resource_id,
 	                  (SELECT nodeport FROM citus_shards
 	                    WHERE shardid = get_shard_id_for_distribution_column('priv_view', 'priv-' || i)) AS port
@@ -684,7 +684,7 @@ my ($pa, $pb) = split /\|/, $coord->safe_psql('postgres', qq{
 	SELECT (SELECT min(resource_id) FROM r WHERE port = ${\ $coord->port}),
 	       (SELECT min(resource_id) FROM r WHERE port <> ${\ $coord->port})});
 my %by_port = map { ($_->port => $_) } $cluster->nodes;
-my $pb_node = $by_port{ $coord->safe_psql('postgres', qq{
+my $pb_node = $by_port{ sql($coord, qq{
 	SELECT nodeport FROM citus_shards
 	 WHERE shardid = get_shard_id_for_distribution_column('priv_view', '$pb')}) };
 ok($pa ne '' && $pb ne '' && $pb_node->port != $coord->port,
@@ -707,9 +707,8 @@ sub is_as
 sub refused_as
 {
 	my ($node, $user, $query, $pattern, $name) = @_;
-	my ($ret, $out, $err) = psql_as($node, $user, $query);
-	isnt($ret, 0, "$name: fails");
-	like($err, qr/ERROR:\s+42501: $pattern/, "$name: 42501");
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	fails_as($node, $user, $query, '42501', qr/ERROR:\s+42501: $pattern/, $name);
 	return;
 }
 
@@ -728,12 +727,12 @@ is_as($coord, 'priv_consumer', qq{
 }, "t|t\n1\n1\n2\n2\n4 4", 'the consumer set consumes a distributed consumer through the coordinator');
 my $positions = qq{SELECT string_agg(resource_id || ':' || position, ',' ORDER BY resource_id <> '$pa', resource_id)
                      FROM ordering_internal.${ptag}_positions};
-my $positions_before = $coord->safe_psql('postgres', $positions);
+my $positions_before = sql($coord, $positions);
 is($positions_before, "$pa:4,$pb:4", 'the positions the calls moved');
 
 # what a role may do to the consumer's tables with SQL, on the coordinator,
 # on the worker, and on the worker's shard of positions
-my $pshard = $pb_node->safe_psql('postgres', qq{
+my $pshard = sql($pb_node, qq{
 	SELECT pg_catalog.shard_name('ordering_internal.${ptag}_positions'::regclass,
 	                             get_shard_id_for_distribution_column('ordering_internal.${ptag}_positions', '$pb'),
 	                             false)});
@@ -800,7 +799,7 @@ for my $node ($coord, $pb_node)
 			"a role without the consumer set: $query$on");
 	}
 }
-is($coord->safe_psql('postgres', $positions), $positions_before,
+is(sql($coord, $positions), $positions_before,
 	'the refused calls and statements moved no position');
 
 $cluster->stop;

@@ -24,7 +24,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use OrderingCitus;
+use OrderingCitus qw(sql fails);
 
 OrderingCitus::skip_unless_citus();
 
@@ -33,24 +33,6 @@ my $coord = $cluster->coordinator;
 my ($w1, $w2) = $cluster->workers;
 note 'Citus ' . $cluster->citus_version . ', '
   . $coord->safe_psql('postgres', 'SELECT version()');
-
-sub sql
-{
-	my ($node, $query) = @_;
-	return $node->safe_psql('postgres', $query);
-}
-
-# Run a statement that must fail; returns its stderr.
-sub fails
-{
-	my ($node, $query, $sqlstate, $pattern, $name) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres',
-		"\\set VERBOSITY verbose\n$query", on_error_stop => 1);
-	isnt($ret, 0, "$name: fails");
-	like($err, qr/ERROR:\s+$sqlstate/, "$name: SQLSTATE $sqlstate");
-	like($err, $pattern, "$name: says why") if $pattern;
-	return $err;
-}
 
 sql($coord, q{
 	SET citus.shard_count = 4;

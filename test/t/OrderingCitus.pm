@@ -17,6 +17,14 @@
 #   $cluster->each_node(sub { my ($node) = @_; ... });
 #   $cluster->clean_orphans;                # before a shard move
 #
+# and, exported on request, statements on a node (database "postgres"):
+#
+#   use OrderingCitus qw(sql fails sql_as fails_as);
+#   sql($node, $query);                     # safe_psql: dies on an error
+#   fails($node, $query, $sqlstate, qr/why/, $name);    # three checks
+#   sql_as($node, $role, $query);           # the same, as another role
+#   fails_as($node, $role, $query, $sqlstate, qr/why/, $name);
+#
 # The nodes listen on Unix sockets in one directory (PostgreSQL::Test::Cluster's
 # default), which Citus takes as the host name of each node.  wal_level is
 # logical and output_plugin_libraries names citus, so that every shard
@@ -30,6 +38,49 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+use Exporter 'import';
+our @EXPORT_OK = qw(sql fails sql_as fails_as);
+
+# A statement on a node, as the test's own user; dies if it fails.
+sub sql
+{
+	my ($node, $query) = @_;
+	return $node->safe_psql('postgres', $query);
+}
+
+# The same, as $user.
+sub sql_as
+{
+	my ($node, $user, $query) = @_;
+	return $node->safe_psql('postgres', $query, extra_params => [ '-U', $user ]);
+}
+
+# A statement that must fail on a node: checks that it fails, with
+# $sqlstate, and with an error that matches $pattern (if given); returns
+# its stderr.
+sub fails
+{
+	my ($node, $query, $sqlstate, $pattern, $name) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	return fails_as($node, undef, $query, $sqlstate, $pattern, $name);
+}
+
+# The same, as $user (undef: the test's own user).
+sub fails_as
+{
+	my ($node, $user, $query, $sqlstate, $pattern, $name) = @_;
+	# the checks belong to the test that called: its line in a failure,
+	# its $TODO
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"\\set VERBOSITY verbose\n$query", on_error_stop => 1,
+		extra_params => defined $user ? [ '-U', $user ] : []);
+	isnt($ret, 0, "$name: fails");
+	like($err, qr/ERROR:\s+$sqlstate/, "$name: SQLSTATE $sqlstate");
+	like($err, $pattern, "$name: says why") if $pattern;
+	return $err;
+}
 
 # The server's pkglibdir, as the binaries the tests run report it.
 sub pkglibdir

@@ -33,7 +33,7 @@ BEGIN
         'ordering_internal.distributed_stream_resources(text, text), '
         'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint), '
         -- relays of an outbox distributed by Citus
-        'ordering.claim_unpublished_on_node(anyelement, integer), '
+        'ordering.claim_unpublished(anyelement, integer), '
         'ordering.mark_published(regclass, bigint[]), ordering.relay_nodes(regclass)',
         -- the outbox is written by plain SQL (emit, relays, retention)
         'SELECT, INSERT, UPDATE, DELETE ON ordering.outbox',
@@ -46,6 +46,6 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ordering.grant_producer(regrole) IS
-    'Grants what a producer and its relays need: emit, next/last_sequence, attach/detach, wake_relays, the relay functions (claim_unpublished, wait_for_standbys, mark_published, republish, purge_published, and for an outbox distributed by Citus claim_unpublished_on_node, mark_published(outbox, ids), relay_nodes), the producer side of reconciliation, and the outbox; read access to the counters and to the registry of attached tables, which only attach() and detach() write';
+    'Grants what a producer and its relays need: emit, next/last_sequence, attach/detach, wake_relays, the relay functions (claim_unpublished, wait_for_standbys, mark_published, republish, purge_published, and for an outbox distributed by Citus claim_unpublished(outbox, n), mark_published(outbox, ids), relay_nodes), the producer side of reconciliation, and the outbox; read access to the counters and to the registry of attached tables, which only attach() and detach() write';
 -- Granting is for the extension's owner (or a superuser) to do.
 REVOKE EXECUTE ON FUNCTION ordering.grant_producer(regrole) FROM PUBLIC;

@@ -1,6 +1,6 @@
 -- Relays, after sending what they claimed: of ordering.outbox, or of an
 -- outbox distributed by Citus, on each node where they claimed with
--- claim_unpublished_on_node() (relay/claim_unpublished_on_node.sql).
+-- claim_unpublished(outbox, batch_size) (relay/claim_unpublished.sql).
 CREATE OR REPLACE FUNCTION ordering.mark_published(ids bigint[]) RETURNS bigint
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -47,5 +47,5 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ordering.mark_published(regclass, bigint[]) IS
-    'For relays of an outbox distributed by Citus: stamps published_at on the rows with these ids in the shards placed on this node (those claim_unpublished_on_node() returned there); returns rows changed';
+    'For relays of an outbox distributed by Citus: stamps published_at on the rows with these ids in the shards placed on this node (those claim_unpublished(outbox, n) returned there); returns rows changed';
 REVOKE EXECUTE ON FUNCTION ordering.mark_published(regclass, bigint[]) FROM PUBLIC;

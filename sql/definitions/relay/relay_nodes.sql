@@ -22,5 +22,5 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ordering.relay_nodes(regclass) IS
-    'For relays of an outbox distributed by Citus: the nodes that hold its shards now, where relays claim with ordering.claim_unpublished_on_node(); ask again after moves, rebalances and new nodes';
+    'For relays of an outbox distributed by Citus: the nodes that hold its shards now, where relays claim with ordering.claim_unpublished(outbox, n); ask again after moves, rebalances and new nodes';
 REVOKE EXECUTE ON FUNCTION ordering.relay_nodes(regclass) FROM PUBLIC;
