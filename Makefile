@@ -45,6 +45,7 @@ OBJS = \
 	src/citus/citus_counters.o \
 	src/citus/citus_meta.o \
 	src/citus/citus_consumers.o \
+	src/citus/citus_grants.o \
 	src/stats/stats.o \
 	src/stats/stats_shmem.o \
 	src/stats/stats_prepared.o \
