@@ -190,6 +190,29 @@ grants_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 }
 
 /*
+ * Make the marker of a set, an empty function that Citus distributes.  The
+ * caller is connected to SPI.
+ */
+static void
+make_marker(const char *set, const char *marker)
+{
+	char	   *comment = psprintf("Stands for the %s set on every node of the Citus cluster, "
+								   "nodes added later included: a GRANT of it, which Citus "
+								   "carries to every node, gives the set there "
+								   "(ordering.grant_%s); it does nothing",
+								   set, set);
+	char	   *sql = psprintf("CREATE FUNCTION %s() RETURNS void LANGUAGE sql AS '';"
+							   "REVOKE EXECUTE ON FUNCTION %s() FROM PUBLIC;"
+							   "COMMENT ON FUNCTION %s() IS %s;"
+							   "SELECT pg_catalog.create_distributed_function(%s);",
+							   marker, marker, marker, quote_literal_cstr(comment),
+							   quote_literal_cstr(psprintf("%s()", marker)));
+
+	if (SPI_execute(sql, false, 0) < 0)
+		elog(ERROR, "SPI_execute failed: %s", sql);
+}
+
+/*
  * ordering_internal.grant_set_everywhere(set text, role regrole) returns
  * boolean: on the coordinator of a Citus cluster, with Citus's propagation
  * on, grants the role the set's marker (made and distributed first if need
@@ -204,41 +227,35 @@ ordering_grant_set_everywhere(PG_FUNCTION_ARGS)
 	char	   *set = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	Oid			role = PG_GETARG_OID(1);
 	const char *propagate;
+	char	   *name;
 	char	   *marker;
-	StringInfoData sql;
+	char	   *sql;
+	bool		known = false;
 
+	for (int i = 0; i < (int) NUM_SETS; i++)
+		known = known || strcmp(set, set_names[i]) == 0;
+	if (!known)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown privilege set \"%s\"", set)));
 	if (giving_set || creating_extension || !citus_is_coordinator())
 		PG_RETURN_BOOL(false);
 	propagate = GetConfigOption("citus.enable_ddl_propagation", true, false);
 	if (propagate == NULL || strcmp(propagate, "on") != 0)
 		PG_RETURN_BOOL(false);
 
-	marker = psprintf("ordering_internal.%s", quote_identifier(psprintf("%s_set", set)));
-	initStringInfo(&sql);
+	name = psprintf("%s_set", set);
+	marker = psprintf("ordering_internal.%s", quote_identifier(name));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (!OidIsValid(LookupFuncName(list_make2(makeString("ordering_internal"),
-											  makeString(psprintf("%s_set", set))),
+											  makeString(name)),
 								   0, NULL, true)))
-	{
-		appendStringInfo(&sql,
-						 "CREATE FUNCTION %s() RETURNS void LANGUAGE sql AS '';"
-						 "REVOKE EXECUTE ON FUNCTION %s() FROM PUBLIC;"
-						 "COMMENT ON FUNCTION %s() IS %s;"
-						 "SELECT pg_catalog.create_distributed_function('%s()');",
-						 marker, marker, marker,
-						 quote_literal_cstr(psprintf("Stands for the %s set on every node of the Citus cluster, nodes added later included: "
-													 "a GRANT of it (which Citus carries to every node) gives the set there (ordering.grant_%s); it does nothing",
-													 set, set)),
-						 marker);
-		if (SPI_execute(sql.data, false, 0) < 0)
-			elog(ERROR, "SPI_execute failed: %s", sql.data);
-		resetStringInfo(&sql);
-	}
-	appendStringInfo(&sql, "GRANT EXECUTE ON FUNCTION %s() TO %s", marker,
-					 quote_identifier(GetUserNameFromId(role, false)));
-	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "SPI_execute failed: %s", sql.data);
+		make_marker(set, marker);
+	sql = psprintf("GRANT EXECUTE ON FUNCTION %s() TO %s", marker,
+				   quote_identifier(GetUserNameFromId(role, false)));
+	if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "SPI_execute failed: %s", sql);
 	SPI_finish();
 	PG_RETURN_BOOL(true);
 }
