@@ -40,6 +40,7 @@ _PG_init(void)
 	MarkGUCPrefixReserved("ordering");
 	statement_init();
 	citus_grants_init();
+	citus_splits_init();
 	provisional_init();
 	held_init();
 	ordering_stats_init();

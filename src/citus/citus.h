@@ -81,6 +81,12 @@ extern void citus_raise_counters(Relation rel, text *stream,
 extern void citus_grants_init(void);
 
 /*
+ * citus_splits.c: non-blocking splits that would stall, refused
+ */
+
+extern void citus_splits_init(void);
+
+/*
  * citus_consumers.c: the tables of distributed consumers
  */
 

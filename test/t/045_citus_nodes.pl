@@ -19,10 +19,16 @@
 #    wrote a counter row on the coordinator, after which the stream owner's
 #    own attach() of a second table failed with 42501), and the owner
 #    attaches a second table, whose numbers continue the stream.
+# 3. isolate_tenant_to_new_shard() under load: in its default mode (a
+#    non-blocking split that keeps the new shards on the source node, which
+#    Citus cannot finish while the counters get UPDATEs) it is refused with
+#    0A000 and the block_writes hint before anything is copied; with
+#    block_writes it completes, and every resource's numbers stay 1..N.
 use strict;
 use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -256,6 +262,48 @@ sql_as($coord, 'app', q{
 	'the owner attaches a second table to the stream');
 is(sql($coord, q{SELECT seq FROM events2 WHERE resource_id = 'r1'}), $next,
 	'the second table continues the stream');
+
+sql_as($coord, 'intruder', q{DROP TABLE planted_dist}, 'the intruder drops its table');
+
+# ---------------------------------------------------------------------------
+# 3. isolate_tenant_to_new_shard() under load
+# ---------------------------------------------------------------------------
+my $script = PostgreSQL::Test::Utils::tempdir() . '/insert.sql';
+PostgreSQL::Test::Utils::append_to_file($script,
+	"\\set r random(0, 39)\nINSERT INTO events (resource_id) VALUES ('r' || :r);\n");
+my ($bench_out, $bench_err) = ('', '');
+my $bench = IPC::Run::start(
+	[ 'pgbench', '-n', '-T', '40', '-c', '2', '-h', $coord->host, '-p', $coord->port,
+	  '-U', 'app', '-f', $script, 'postgres' ],
+	'>', \$bench_out, '2>', \$bench_err);
+sleep 2;
+($ret, $out, $err) = $coord->psql('postgres', q{
+	\set VERBOSITY verbose
+	SET statement_timeout = '60s';
+	SELECT isolate_tenant_to_new_shard('events', 'r5', 'CASCADE')});
+isnt($ret, 0, 'isolate_tenant_to_new_shard() in its default mode under load: refused');
+like($err, qr/ERROR:\s+0A000: a non-blocking split cannot keep a child of shard "sequences_[0-9a-f]+_\d+" on its node/,
+	'... with 0A000, before it stalls');
+like($err, qr/HINT:\s+Split with shard_transfer_mode => 'block_writes'/, '... and the block_writes hint');
+$cluster->clean_orphans;
+my $shards_before = sql($coord, q{SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'events'::regclass});
+($ret, $out, $err) = $coord->psql('postgres', q{
+	SET statement_timeout = '120s';
+	SELECT isolate_tenant_to_new_shard('events', 'r5', 'CASCADE', shard_transfer_mode => 'block_writes')});
+is($ret, 0, 'isolate_tenant_to_new_shard() with block_writes under load completes') or diag $err;
+ok(sql($coord, q{SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'events'::regclass}) > $shards_before,
+	'... and made the tenant a shard of its own');
+ok($bench->pumpable, 'the producers were still inserting');
+$bench->finish;
+is($bench->result(0), 0, 'no producer transaction failed') or diag $bench_err;
+like($bench_out, qr/number of failed transactions: 0 /, 'pgbench counts no failure');
+is(sql($coord, q{
+	WITH e AS MATERIALIZED (SELECT resource_id, seq FROM events UNION ALL SELECT resource_id, seq FROM events2)
+	SELECT count(*) FROM (SELECT resource_id, count(*) AS n, count(DISTINCT seq) AS d, min(seq) AS lo, max(seq) AS hi
+	                        FROM e GROUP BY 1) x
+	 WHERE n <> d OR lo <> 1 OR hi <> n}),
+	'0', 'every resource of the stream holds the numbers 1..N once');
+is(sql($coord, q{SELECT count(*) FROM ordering.check()}), '0', 'ordering.check() is clean after the split');
 
 $cluster->stop;
 done_testing();
