@@ -248,9 +248,10 @@ ordering_grant_set_everywhere(PG_FUNCTION_ARGS)
 	marker = psprintf("ordering_internal.%s", quote_identifier(name));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (!OidIsValid(LookupFuncName(list_make2(makeString("ordering_internal"),
-											  makeString(name)),
-								   0, NULL, true)))
+	if (!SearchSysCacheExists3(PROCNAMEARGSNSP, CStringGetDatum(name),
+							   PointerGetDatum(buildoidvector(NULL, 0)),
+							   ObjectIdGetDatum(get_namespace_oid("ordering_internal",
+																  false))))
 		make_marker(set, marker);
 	sql = psprintf("GRANT EXECUTE ON FUNCTION %s() TO %s", marker,
 				   quote_identifier(GetUserNameFromId(role, false)));
