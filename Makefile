@@ -46,6 +46,8 @@ OBJS = \
 	src/citus/citus_meta.o \
 	src/citus/citus_consumers.o \
 	src/citus/citus_reconcile.o \
+	src/citus/citus_grants.o \
+	src/citus/citus_splits.o \
 	src/stats/stats.o \
 	src/stats/stats_shmem.o \
 	src/stats/stats_prepared.o \

@@ -337,6 +337,7 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 -------------------------------------------------------------------------------
 
 \ir definitions/privileges/grant_privileges.sql
+\ir definitions/privileges/grant_set_everywhere.sql
 \ir definitions/privileges/grant_producer.sql
 \ir definitions/privileges/grant_consumer.sql
 \ir definitions/privileges/grant_monitor.sql

@@ -15,6 +15,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "citus.h"
 #include "gaps.h"
 #include "ordering.h"
 #include "producer.h"
@@ -38,6 +39,8 @@ _PG_init(void)
 	ordering_standbys_define_settings();
 	MarkGUCPrefixReserved("ordering");
 	statement_init();
+	citus_grants_init();
+	citus_splits_init();
 	provisional_init();
 	held_init();
 	ordering_stats_init();

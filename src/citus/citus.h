@@ -75,6 +75,18 @@ extern void citus_raise_counters(Relation rel, text *stream,
 								 const char *sequence_column, Oid counters);
 
 /*
+ * citus_grants.c: the privilege sets on every node
+ */
+
+extern void citus_grants_init(void);
+
+/*
+ * citus_splits.c: non-blocking splits that would stall, refused
+ */
+
+extern void citus_splits_init(void);
+
+/*
  * citus_consumers.c: the tables of distributed consumers
  */
 

@@ -10,6 +10,10 @@ CREATE OR REPLACE FUNCTION ordering.grant_consumer(role regrole) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
+    -- on a Citus coordinator: the set on every node, by its marker
+    IF ordering_internal.grant_set_everywhere('consumer', role) THEN
+        RETURN;
+    END IF;
     PERFORM ordering_internal.grant_privileges(role,
         'EXECUTE ON FUNCTION ordering.apply_if_newer(text, text, bigint), '
         'ordering.deliver(text, text, bigint, jsonb), '

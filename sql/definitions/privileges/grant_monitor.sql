@@ -5,6 +5,10 @@ CREATE OR REPLACE FUNCTION ordering.grant_monitor(role regrole) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
+    -- on a Citus coordinator: the set on every node, by its marker
+    IF ordering_internal.grant_set_everywhere('monitor', role) THEN
+        RETURN;
+    END IF;
     PERFORM ordering_internal.grant_privileges(role,
         'EXECUTE ON FUNCTION ordering.metrics(), '
         'ordering_internal.stats_reset_time(), ordering_internal.gap_deadline(), '

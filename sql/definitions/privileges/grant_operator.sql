@@ -7,6 +7,10 @@ CREATE OR REPLACE FUNCTION ordering.grant_operator(role regrole) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
+    -- on a Citus coordinator: the set on every node, by its marker
+    IF ordering_internal.grant_set_everywhere('operator', role) THEN
+        RETURN;
+    END IF;
     PERFORM ordering.grant_consumer(role);
     PERFORM ordering.grant_monitor(role);
     PERFORM ordering_internal.grant_privileges(role,

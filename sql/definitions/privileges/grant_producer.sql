@@ -11,6 +11,10 @@ CREATE OR REPLACE FUNCTION ordering.grant_producer(role regrole) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
+    -- on a Citus coordinator: the set on every node, by its marker
+    IF ordering_internal.grant_set_everywhere('producer', role) THEN
+        RETURN;
+    END IF;
     PERFORM ordering_internal.grant_privileges(role,
         'EXECUTE ON FUNCTION ordering.emit(text, text, jsonb, bigint), '
         'ordering.next_sequence(text, text), ordering.last_sequence(text, text), '
