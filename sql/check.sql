@@ -235,7 +235,8 @@ GRANT SELECT ON ordering.sequences, ordering.positions, ordering.parked, orderin
     ordering.outbox TO ordering_check_reader;
 GRANT SELECT ON events TO ordering_check_reader;
 GRANT EXECUTE ON FUNCTION ordering.check(double precision, bigint),
-    ordering_internal.consumer_statistics(), ordering_internal.stats_reset_time()
+    ordering_internal.consumer_statistics(), ordering_internal.stats_reset_time(),
+    ordering_internal.distributed_consumer_gauges()
     TO ordering_check_reader;
 GRANT EXECUTE ON FUNCTION ordering_internal.attachment_problem(regclass, name, name)
     TO ordering_check_reader;

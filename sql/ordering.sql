@@ -248,6 +248,7 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 \ir definitions/consumer/deliver_batch.sql
 \ir definitions/consumer/apply_batch.sql
 \ir definitions/consumer/parked_changed.sql
+\ir definitions/consumer/distributed_dead_letters.sql
 \ir definitions/consumer/dead_letters.sql
 
 -------------------------------------------------------------------------------
@@ -255,10 +256,10 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 -------------------------------------------------------------------------------
 
 \ir definitions/gaps/gap_deadline.sql
-\ir definitions/gaps/open_gaps.sql
-\ir definitions/gaps/sweep_gaps.sql
 \ir definitions/gaps/shard_gaps.sql
 \ir definitions/gaps/distributed_open_gaps.sql
+\ir definitions/gaps/open_gaps.sql
+\ir definitions/gaps/sweep_gaps.sql
 
 -------------------------------------------------------------------------------
 -- Statistics and metrics
@@ -269,6 +270,7 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 \ir definitions/stats/stats_reset_time.sql
 \ir definitions/stats/stats_reset.sql
 \ir definitions/stats/hot_resources.sql
+\ir definitions/stats/distributed_consumer_gauges.sql
 \ir definitions/stats/stats.sql
 \ir definitions/stats/stream_stats.sql
 \ir definitions/stats/metric_sources.sql

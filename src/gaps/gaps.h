@@ -23,8 +23,9 @@
 
 /*
  * The open gaps past the deadline ($1, seconds) of a consumer's positions
- * and parked events, POSITIONS and PARKED: the definition of the view
- * ordering.open_gaps, for a distributed consumer's shards (citus_gaps.c).
+ * and parked events, POSITIONS and PARKED: the first part of the view
+ * ordering.open_gaps, for the sweep of the extension's tables (sweep.c)
+ * and of a distributed consumer's shards (citus_gaps.c).
  */
 #define ORDERING_OPEN_GAPS_SQL(POSITIONS, PARKED) \
 "SELECT agg.consumer, agg.resource_id," \

@@ -33,10 +33,13 @@ static const char *const lock_sql =
 
 /*
  * $1: the deadline in seconds (gaps.h).  Returns the emitted requests
- * with their JSON.
+ * with their JSON.  The open gaps of the extension's own tables: the view
+ * ordering.open_gaps lists a Citus coordinator's distributed consumers
+ * too, whose requests their nodes write (citus_gaps.c).
  */
 static const char *const sweep_sql =
-ORDERING_SWEEP_SQL("ordering.open_gaps", "ordering.gap_requests",
+ORDERING_SWEEP_SQL("(" ORDERING_OPEN_GAPS_SQL("ordering.positions", "ordering.parked") ")",
+				   "ordering.gap_requests",
 				   "u.consumer, u.resource_id, u.missing_from, u.missing_to,"
 				   " u.parked_count, u.first_parked_at, u.detected_at,"
 				   " u.last_requested_at, u.attempts,"

@@ -1,9 +1,14 @@
 -- The open gaps of the distributed consumers, from every node (on the
--- coordinator; ordering.open_gaps lists those of the other consumers).
+-- coordinator; the view ordering.open_gaps lists them after those of the
+-- other consumers).  SECURITY DEFINER because the view reads the
+-- extension's tables as its owner: whoever may read the view (the
+-- monitoring set, which gets EXECUTE on this) lists these gaps too, on
+-- every node, whatever the consumer's tables were granted.
 CREATE OR REPLACE FUNCTION ordering_internal.distributed_open_gaps()
     RETURNS TABLE (nodeid integer, consumer text, resource_id text, missing_from bigint,
                    missing_to bigint, parked_count bigint, first_parked_at timestamptz)
     LANGUAGE plpgsql VOLATILE ROWS 10
+    SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE

@@ -6,6 +6,12 @@
 -- parked seq directly follows its position has no gap (it drains on the
 -- next delivery), and events parked behind a dead letter wait for it, not
 -- for a missing event: neither is listed.  A gap below a dead letter is.
+-- On a Citus coordinator with distributed consumers, their gaps follow,
+-- listed on every node (ordering_internal.distributed_open_gaps()); without
+-- distributed consumers that part is a one-time filter on an empty table.
+-- The sweep reads the extension's tables with the first part's query
+-- (src/gaps/gaps.h), never this view: a distributed consumer's requests
+-- are written on the node of its shards.
 CREATE OR REPLACE VIEW ordering.open_gaps AS
 SELECT agg.consumer,
        agg.resource_id,
@@ -33,6 +39,11 @@ SELECT agg.consumer,
  WHERE agg.lowest OPERATOR(pg_catalog.>)
        (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
    AND (pos.blocked_at IS NULL
-        OR agg.lowest OPERATOR(pg_catalog.<) pos.blocked_at);
+        OR agg.lowest OPERATOR(pg_catalog.<) pos.blocked_at)
+UNION ALL
+SELECT x.consumer COLLATE "C", x.resource_id COLLATE "C", x.missing_from, x.missing_to,
+       x.parked_count, x.first_parked_at
+  FROM ordering_internal.distributed_open_gaps() x
+ WHERE EXISTS (SELECT FROM ordering_internal.distributed_consumers);
 COMMENT ON VIEW ordering.open_gaps IS
-    'Gaps whose oldest parked event is older than ordering.gap_deadline: the range missing before the lowest parked event';
+    'Gaps whose oldest parked event is older than ordering.gap_deadline: the range missing before the lowest parked event (on a Citus coordinator, of the distributed consumers too)';

@@ -23,7 +23,9 @@ BEGIN
         -- Citus: the distributed consumers' open gaps, listed on every node
         -- (section "Citus: consumers")
         'EXECUTE ON FUNCTION ordering_internal.distributed_open_gaps(), '
-        'ordering_internal.shard_gaps(double precision, boolean)');
+        'ordering_internal.shard_gaps(double precision, boolean)',
+        -- and their gauges in ordering.stats
+        'EXECUTE ON FUNCTION ordering_internal.distributed_consumer_gauges()');
 END
 $$;
 COMMENT ON FUNCTION ordering.grant_monitor(regrole) IS

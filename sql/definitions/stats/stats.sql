@@ -4,7 +4,12 @@
 -- and not behind the resource's dead letter (events parked behind a dead
 -- letter wait for it, not for a missing event); oldest_gap_age is the age of
 -- the lowest parked event of the consumer's oldest open gap, deadline passed
--- or not.
+-- or not.  On a Citus coordinator with distributed consumers, the gauges
+-- (parked_current, dead_letters_current, oldest_gap_age) count their tables
+-- on every node too, and each of them has a row; the counters are this
+-- node's, as on every node.  Without distributed consumers (one node,
+-- every worker) "dg" is a one-time filter on an empty table: the function
+-- is never called.
 CREATE OR REPLACE VIEW ordering.stats AS
 WITH c AS MATERIALIZED (
     SELECT cs.consumer COLLATE "C" AS consumer, cs.events_consumed,
@@ -45,12 +50,19 @@ WITH c AS MATERIALIZED (
     SELECT d.consumer, pg_catalog.count(*) AS dead_letters_current
       FROM ordering.dead_letter_events d
      GROUP BY d.consumer
+), dg AS MATERIALIZED (
+    SELECT x.consumer COLLATE "C" AS consumer, x.parked_current, x.dead_letters_current,
+           x.oldest_gap_age
+      FROM ordering_internal.distributed_consumer_gauges() x
+     WHERE EXISTS (SELECT FROM ordering_internal.distributed_consumers)
 ), names AS (
     SELECT c.consumer FROM c
     UNION
     SELECT pc.consumer FROM pc
     UNION
     SELECT dl.consumer FROM dl
+    UNION
+    SELECT dg.consumer FROM dg
 )
 SELECT names.consumer,
        COALESCE(c.events_consumed, 0) AS events_consumed,
@@ -60,21 +72,24 @@ SELECT names.consumer,
        COALESCE(c.events_parked, 0) AS events_parked,
        COALESCE(c.events_drained, 0) AS events_drained,
        COALESCE(c.gaps_escalated, 0) AS gaps_escalated,
-       COALESCE(pc.parked_current, 0) AS parked_current,
+       COALESCE(pc.parked_current, 0) OPERATOR(pg_catalog.+) COALESCE(dg.parked_current, 0)
+         AS parked_current,
        COALESCE(c.reorder_distance_buckets,
                 '{0,0,0,0,0,0,0,0}'::pg_catalog.int8[]) AS reorder_distance_buckets,
        '{1,2,3,5,10,25,100,NULL}'::pg_catalog.int8[] AS reorder_distance_bounds,
        r.stats_reset,
        COALESCE(c.reorder_distance_sum, 0) AS reorder_distance_sum,
        COALESCE(c.events_dead_lettered, 0) AS events_dead_lettered,
-       COALESCE(dl.dead_letters_current, 0) AS dead_letters_current,
+       COALESCE(dl.dead_letters_current, 0) OPERATOR(pg_catalog.+) COALESCE(dg.dead_letters_current, 0)
+         AS dead_letters_current,
        COALESCE(c.events_skipped, 0) AS events_skipped,
-       g.oldest_gap_age
+       GREATEST(g.oldest_gap_age, dg.oldest_gap_age) AS oldest_gap_age
   FROM names
   LEFT JOIN c ON c.consumer OPERATOR(pg_catalog.=) names.consumer
   LEFT JOIN pc ON pc.consumer OPERATOR(pg_catalog.=) names.consumer
   LEFT JOIN g ON g.consumer OPERATOR(pg_catalog.=) names.consumer
   LEFT JOIN dl ON dl.consumer OPERATOR(pg_catalog.=) names.consumer
+  LEFT JOIN dg ON dg.consumer OPERATOR(pg_catalog.=) names.consumer
  CROSS JOIN (SELECT ordering_internal.stats_reset_time() AS stats_reset) r;
 COMMENT ON VIEW ordering.stats IS
-    'One row per consumer of the current database: committed-work counters, events parked now, dead letters now, the age of the oldest open gap, and the reorder-distance histogram (bucket i counts distances <= bound i and > bound i-1; the last bound, NULL, is the overflow)';
+    'One row per consumer of the current database: committed-work counters, events parked now, dead letters now, the age of the oldest open gap (on a Citus coordinator, of the distributed consumers too), and the reorder-distance histogram (bucket i counts distances <= bound i and > bound i-1; the last bound, NULL, is the overflow)';
