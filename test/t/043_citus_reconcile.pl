@@ -30,7 +30,7 @@ use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use OrderingCitus;
+use OrderingCitus qw(sql);
 
 OrderingCitus::skip_unless_citus();
 
@@ -43,11 +43,6 @@ my ($w1, $w2) = $cluster->workers;
 note 'Citus ' . $cluster->citus_version . ', '
   . $coord->safe_psql('postgres', 'SELECT version()');
 
-sub sql
-{
-	my ($node, $query, $db) = @_;
-	return $node->safe_psql($db // 'postgres', $query);
-}
 
 # ---------------------------------------------------------------------------
 # The stream, its two consumers, and what they missed

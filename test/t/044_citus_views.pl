@@ -28,7 +28,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use OrderingCitus;
+use OrderingCitus qw(sql);
 
 OrderingCitus::skip_unless_citus();
 
@@ -38,11 +38,6 @@ my @workers = $cluster->workers;
 note 'Citus ' . $cluster->citus_version . ', '
   . $coord->safe_psql('postgres', 'SELECT version()');
 
-sub sql
-{
-	my ($node, $query) = @_;
-	return $node->safe_psql('postgres', $query);
-}
 
 sql($coord, q{
 	CREATE TABLE acct (resource_id text PRIMARY KEY, v bigint);

@@ -42,11 +42,12 @@ use Test::More;
 use Exporter 'import';
 our @EXPORT_OK = qw(sql fails sql_as fails_as);
 
-# A statement on a node, as the test's own user; dies if it fails.
+# A statement on a node (in database $db, by default postgres), as the
+# test's own user; dies if it fails.
 sub sql
 {
-	my ($node, $query) = @_;
-	return $node->safe_psql('postgres', $query);
+	my ($node, $query, $db) = @_;
+	return $node->safe_psql($db // 'postgres', $query);
 }
 
 # The same, as $user.
