@@ -20,6 +20,7 @@
 #include "as_owner.h"
 #include "citus.h"
 #include "owned.h"
+#include "plans.h"
 
 /* Rows taken from the cursor at a time */
 #define FETCH_ROWS	1000
@@ -101,19 +102,7 @@ copy_counters(Portal portal, ReturnSetInfo *rsinfo)
 		SPI_cursor_fetch(portal, true, FETCH_ROWS);
 		if (SPI_processed == 0)
 			break;
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			Datum		values[2];
-			bool		nulls[2];
-
-			values[0] = SPI_getbinval(SPI_tuptable->vals[i],
-									  SPI_tuptable->tupdesc, 1, &nulls[0]);
-			values[1] = SPI_getbinval(SPI_tuptable->vals[i],
-									  SPI_tuptable->tupdesc, 2, &nulls[1]);
-			/* the tuplestore copies the values into its own memory */
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
-								 values, nulls);
-		}
+		ordering_spi_put_rows(rsinfo);
 		SPI_freetuptable(SPI_tuptable);
 	}
 }

@@ -2,13 +2,15 @@
  *
  * plans.c
  *	  SPI plans of the extension's own SQL, prepared once per backend
- *	  (README.md, "SPI plans").
+ *	  (README.md, "SPI plans"), and the rows they return handed on.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "funcapi.h"
+#include "utils/tuplestore.h"
 
 #include "plans.h"
 
@@ -34,4 +36,29 @@ ordering_prepare_once(SPIPlanPtr *cache, const char *sql, int nargs,
 		*cache = plan;
 	}
 	return *cache;
+}
+
+/*
+ * Append the rows SPI just returned to a set-returning function's
+ * materialized result: the rows' first columns, as many as the result has.
+ * The tuplestore copies the values into its own memory.
+ */
+void
+ordering_spi_put_rows(ReturnSetInfo *rsinfo)
+{
+	int			natts = rsinfo->setDesc->natts;
+	Datum	   *values = palloc(sizeof(Datum) * natts);
+	bool	   *nulls = palloc(sizeof(bool) * natts);
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		for (int col = 0; col < natts; col++)
+			values[col] = SPI_getbinval(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, col + 1,
+										&nulls[col]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
+							 nulls);
+	}
+	pfree(values);
+	pfree(nulls);
 }

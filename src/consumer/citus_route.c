@@ -39,6 +39,7 @@
 #include "citus.h"
 #include "compat.h"
 #include "consumer.h"
+#include "plans.h"
 #include "text_equal.h"
 
 /*
@@ -316,22 +317,7 @@ citus_route_call(FunctionCallInfo fcinfo, char op, ConsumerCall *call,
 			 text_to_cstring(consumer), SPI_result_code_string(ret));
 	*result = (Datum) 0;
 	if (citus_route_op_returns_rows(op))
-	{
-		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			Datum		values[2];
-			bool		nulls[2];
-
-			values[0] = SPI_getbinval(SPI_tuptable->vals[i],
-									  SPI_tuptable->tupdesc, 1, &nulls[0]);
-			values[1] = SPI_getbinval(SPI_tuptable->vals[i],
-									  SPI_tuptable->tupdesc, 2, &nulls[1]);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
-								 nulls);
-		}
-	}
+		ordering_spi_put_rows((ReturnSetInfo *) fcinfo->resultinfo);
 	else if (op != CONSUMER_OP_DEAD_LETTER)
 	{
 		bool		isnull;
