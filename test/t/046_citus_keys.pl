@@ -273,6 +273,11 @@ fails($coord, q{SELECT ordering.attach('ev_num', 'tenant', 'seq')},
 # ---------------------------------------------------------------------------
 is(sql($coord, q{SELECT count(*) FROM ordering.check()}), '0',
 	'ordering.check() is clean on the coordinator');
+# reconciliation reads a typed stream's counters by their keys
+is(sql($coord, q{SELECT sum(resources) FROM ordering.stream_summary('public.ev_uuid', 16)}),
+	sql($coord, q{SELECT count(*) FROM ordering_internal.}
+		  . sql($coord, q{SELECT ordering_internal.counter_table_name('public.ev_uuid')})),
+	'stream_summary() of a uuid stream counts its resources');
 # a counter set back is found, by its key
 sql($coord, q{UPDATE ordering_internal.} . sql($coord, q{SELECT ordering_internal.counter_table_name('public.ev_uuid')})
 	  . q{ SET last_seq = 1 WHERE resource_id = '00000000-0000-0000-0000-000000000002'});
