@@ -21,31 +21,13 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
-use OrderingCitus;
+use OrderingCitus qw(sql fails);
 
 OrderingCitus::skip_unless_citus();
 
 my $cluster = OrderingCitus->new('citus_keys', workers => 2);
 my $coord = $cluster->coordinator;
 my ($w1, $w2) = $cluster->workers;
-
-sub sql
-{
-	my ($node, $query) = @_;
-	return $node->safe_psql('postgres', $query);
-}
-
-# Run a statement that must fail; returns its stderr.
-sub fails
-{
-	my ($node, $query, $sqlstate, $pattern, $name) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres',
-		"\\set VERBOSITY verbose\n$query", on_error_stop => 1);
-	isnt($ret, 0, "$name: fails");
-	like($err, qr/ERROR:\s+$sqlstate/, "$name: SQLSTATE $sqlstate");
-	like($err, $pattern, "$name: says why") if $pattern;
-	return $err;
-}
 
 my $has_citext = sql($coord,
 	q{SELECT count(*) FROM pg_available_extensions WHERE name = 'citext'});
