@@ -67,7 +67,7 @@ extern Oid	citus_counter_shard(Relation rel, Trigger *trigger, Oid *logical,
 								int32 *hash_max);
 extern void citus_check_shard_range(Relation rel, int32 hash_min,
 									int32 hash_max, AttrNumber resattno,
-									text *resource);
+									Datum value, text *resource);
 extern int64 citus_counter_next(Oid counters, text *stream, text *resource);
 extern int64 citus_counter_last(Oid counters, text *stream, text *resource);
 extern void citus_raise_counters(Relation rel, text *stream,

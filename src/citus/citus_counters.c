@@ -14,6 +14,7 @@
 
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "common/md5.h"
 #include "executor/spi.h"
@@ -26,6 +27,8 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "as_owner.h"
 #include "citus.h"
@@ -151,7 +154,7 @@ shard_id_of_name(const char *relname)
 "       cp.partmethod OPERATOR(pg_catalog.=) 'h'" \
 "         AND cp.colocationid OPERATOR(pg_catalog.=) p.colocationid" \
 "         AND pg_catalog.column_to_column_name(cp.logicalrelid, cp.partkey)" \
-"             OPERATOR(pg_catalog.=) 'resource_id' AS colocated," \
+"             IN ('resource_id', 'resource_value') AS colocated," \
 "       EXISTS (SELECT FROM pg_catalog.pg_dist_placement pl" \
 "                WHERE pl.shardid OPERATOR(pg_catalog.=) cs.shardid" \
 "                  AND pl.groupid OPERATOR(pg_catalog.=)" \
@@ -347,18 +350,26 @@ citus_counter_shard(Relation rel, Trigger *trigger, Oid *logical,
 }
 
 /*
- * Refuse a row whose resource does not hash into the shard's range: it was
- * stored into the shard by hand, not routed by Citus, and the counter shard
- * next to it does not count its resource (README.md).  The hash is
- * Citus's: the hash function of text in the column's collation.
+ * Refuse a row whose resource (value, keyed "resource") does not hash into
+ * the shard's range: it was stored into the shard by hand, not routed by
+ * Citus, and the counter shard next to it does not count its resource
+ * (README.md).  The hash is Citus's: the hash function of the column's
+ * type (of its base type, for a domain), in the column's collation.
  */
 void
 citus_check_shard_range(Relation rel, int32 hash_min, int32 hash_max,
-						AttrNumber resattno, text *resource)
+						AttrNumber resattno, Datum value, text *resource)
 {
-	Oid			collation = TupleDescAttr(RelationGetDescr(rel), resattno - 1)->attcollation;
-	int32		hash = DatumGetInt32(DirectFunctionCall1Coll(hashtext, collation,
-															 PointerGetDatum(resource)));
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), resattno - 1);
+	TypeCacheEntry *type = lookup_type_cache(getBaseType(att->atttypid),
+											 TYPECACHE_HASH_PROC_FINFO);
+	int32		hash;
+
+	if (!OidIsValid(type->hash_proc_finfo.fn_oid))
+		elog(ERROR, "no hash function for the resource column of relation \"%s\"",
+			 RelationGetRelationName(rel));
+	hash = DatumGetInt32(FunctionCall1Coll(&type->hash_proc_finfo,
+										   att->attcollation, value));
 
 	if (hash < hash_min || hash > hash_max)
 		ereport(ERROR,
@@ -371,17 +382,59 @@ citus_check_shard_range(Relation rel, int32 hash_min, int32 hash_max,
 }
 
 /*
+ * The type of the routing column of a counter table, qualified, or NULL
+ * for one distributed by its text resource_id (README.md); *eq is set to
+ * its equality operator, qualified, as OPERATOR() takes it (citext's is not
+ * in pg_catalog).
+ */
+static char *
+routing_type(Oid counters, char **eq)
+{
+	AttrNumber	attno = get_attnum(counters, "resource_value");
+	Oid			type;
+	int32		typmod;
+	Oid			collation;
+	TypeCacheEntry *entry;
+	HeapTuple	tuple;
+	Form_pg_operator op;
+
+	if (attno == InvalidAttrNumber)
+		return NULL;
+	get_atttypetypmodcoll(counters, attno, &type, &typmod, &collation);
+	entry = lookup_type_cache(type, TYPECACHE_EQ_OPR);
+	if (!OidIsValid(entry->eq_opr))
+		elog(ERROR, "no equality operator for the routing column of %s",
+			 get_rel_name(counters));
+	tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(entry->eq_opr));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for operator %u", entry->eq_opr);
+	op = (Form_pg_operator) GETSTRUCT(tuple);
+	*eq = psprintf("%s.%s", quote_identifier(get_namespace_name(op->oprnamespace)),
+				   NameStr(op->oprname));
+	ReleaseSysCache(tuple);
+	return format_type_extended(type, typmod,
+								FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+}
+
+/*
  * Run one statement about the counter row of (stream, resource) in the
  * counter table "counters" through SPI, as the owner of that table (the
  * caller was allowed to run next_sequence() or last_sequence(), and needs no
  * rights on the counter table, as on one node); Citus routes it to the node
- * of the counter shard.  "sql" has a %s for the table.  Returns the bigint
- * of its one row, or 0 with none.
+ * of the counter shard.  "sql" has a %s for the table; "routed", for a
+ * counter table with a routing column, whose value (the key read back as
+ * its type) routes the statement, has four: the table, the type, its
+ * equality operator and the type again (a statement skips what it does
+ * not use with %.0s).  Returns the bigint of its one row, or 0 with none.
  */
 static int64
-counter_statement(Oid counters, const char *sql, text *stream,
-				  text *resource, bool read_only)
+counter_statement(Oid counters, const char *sql, const char *routed,
+				  text *stream, text *resource, bool read_only)
 {
+	char	   *eq = NULL;
+	char	   *type = routing_type(counters, &eq);
+	const char *table = quote_qualified_identifier("ordering_internal",
+												   get_rel_name(counters));
 	Oid			argtypes[2] = {TEXTOID, TEXTOID};
 	Datum		args[2];
 	AsOwner		caller;
@@ -393,8 +446,8 @@ counter_statement(Oid counters, const char *sql, text *stream,
 	as_owner(counters, &caller);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	ret = SPI_execute_with_args(psprintf(sql, quote_qualified_identifier(
-																		 "ordering_internal", get_rel_name(counters))),
+	ret = SPI_execute_with_args(type == NULL ? psprintf(sql, table) :
+								psprintf(routed, table, type, eq, type),
 								2, argtypes, args, NULL, read_only, 1);
 	if (ret < 0)
 		elog(ERROR, "could not reach the counter of a distributed stream: %s",
@@ -427,6 +480,12 @@ citus_counter_next(Oid counters, text *stream, text *resource)
 							 "ON CONFLICT (stream, resource_id) DO UPDATE "
 							 "   SET last_seq = c.last_seq OPERATOR(pg_catalog.+) 1 "
 							 "RETURNING c.last_seq",
+							 "INSERT INTO %s AS c (stream, resource_id, last_seq, resource_value) "
+							 "VALUES ($1, $2, 1, CAST($2 AS %s)) "
+							 "%.0s%.0s"
+							 "ON CONFLICT (stream, resource_id, resource_value) DO UPDATE "
+							 "   SET last_seq = c.last_seq OPERATOR(pg_catalog.+) 1 "
+							 "RETURNING c.last_seq",
 							 stream, resource, false);
 }
 
@@ -442,6 +501,10 @@ citus_counter_last(Oid counters, text *stream, text *resource)
 							 "SELECT c.last_seq FROM %s c "
 							 " WHERE c.stream OPERATOR(pg_catalog.=) $1 "
 							 "   AND c.resource_id OPERATOR(pg_catalog.=) $2",
+							 "SELECT c.last_seq FROM %s c "
+							 " WHERE c.stream OPERATOR(pg_catalog.=) $1 "
+							 "   AND c.resource_id OPERATOR(pg_catalog.=) $2 "
+							 "   AND c.resource_value OPERATOR(%.0s%s) CAST($2 AS %s)",
 							 stream, resource, true);
 }
 
@@ -467,6 +530,8 @@ citus_raise_counters(Relation rel, text *stream, const char *resource_column,
 												  get_rel_name(counters));
 	const char *res = quote_identifier(resource_column);
 	const char *seq = quote_identifier(sequence_column);
+	char	   *eq = NULL;
+	char	   *type = routing_type(counters, &eq);
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1] = {PointerGetDatum(stream)};
 
@@ -475,23 +540,40 @@ citus_raise_counters(Relation rel, text *stream, const char *resource_column,
 	if (SPI_execute(psprintf("SELECT FROM %s t WHERE t.%s IS NOT NULL LIMIT 1",
 							 tbl, seq), true, 1) == SPI_OK_SELECT &&
 		SPI_processed > 0)
-		SPI_execute_with_args(psprintf("INSERT INTO %s AS c (stream, resource_id, last_seq) "
+		SPI_execute_with_args(type == NULL ?
+							  psprintf("INSERT INTO %s AS c (stream, resource_id, last_seq) "
 									   "SELECT $1, t.%s, pg_catalog.max(t.%s) FROM %s t "
 									   " WHERE t.%s IS NOT NULL GROUP BY t.%s "
 									   "ON CONFLICT (stream, resource_id) DO UPDATE "
 									   "   SET last_seq = GREATEST(c.last_seq, EXCLUDED.last_seq)",
-									   ctbl, res, seq, tbl, seq, res),
+									   ctbl, res, seq, tbl, seq, res) :
+		/* grouped by key too: citext's 'A' and 'a' are two resources */
+							  psprintf("INSERT INTO %s AS c (stream, resource_id, last_seq, resource_value) "
+									   "SELECT $1, ordering.resource_key(t.%s), pg_catalog.max(t.%s), t.%s "
+									   "  FROM %s t "
+									   " WHERE t.%s IS NOT NULL GROUP BY t.%s, ordering.resource_key(t.%s) "
+									   "ON CONFLICT (stream, resource_id, resource_value) DO UPDATE "
+									   "   SET last_seq = GREATEST(c.last_seq, EXCLUDED.last_seq)",
+									   ctbl, res, seq, res, tbl, seq, res, res),
 							  1, argtypes, args, NULL, false, 0);
 	if (SPI_execute_with_args("SELECT FROM ordering.sequences s"
 							  " WHERE s.stream OPERATOR(pg_catalog.=) $1 LIMIT 1",
 							  1, argtypes, args, NULL, true, 1) == SPI_OK_SELECT &&
 		SPI_processed > 0)
-		SPI_execute_with_args(psprintf("INSERT INTO %s AS c (stream, resource_id, last_seq) "
+		SPI_execute_with_args(type == NULL ?
+							  psprintf("INSERT INTO %s AS c (stream, resource_id, last_seq) "
 									   "SELECT s.stream, s.resource_id, s.last_seq FROM ordering.sequences s "
 									   " WHERE s.stream OPERATOR(pg_catalog.=) $1 "
 									   "ON CONFLICT (stream, resource_id) DO UPDATE "
 									   "   SET last_seq = GREATEST(c.last_seq, EXCLUDED.last_seq)",
-									   ctbl),
+									   ctbl) :
+							  psprintf("INSERT INTO %s AS c (stream, resource_id, last_seq, resource_value) "
+									   "SELECT s.stream, s.resource_id, s.last_seq, CAST(s.resource_id AS %s) "
+									   "  FROM ordering.sequences s "
+									   " WHERE s.stream OPERATOR(pg_catalog.=) $1 "
+									   "ON CONFLICT (stream, resource_id, resource_value) DO UPDATE "
+									   "   SET last_seq = GREATEST(c.last_seq, EXCLUDED.last_seq)",
+									   ctbl, type),
 							  1, argtypes, args, NULL, false, 0);
 	SPI_finish();
 }

@@ -430,16 +430,17 @@ attached_check(Relation rel, Trigger *trigger, text *stream_text,
 
 /*
  * Refuse a row that the counters of its table do not count: on a shard of a
- * distributed table, whose counters are a counter shard, its resource must
- * hash into the shard's range (citus_counters.c).
+ * distributed table, whose counters are a counter shard, its resource (its
+ * value, keyed "resource") must hash into the shard's range
+ * (citus_counters.c).
  */
 void
 attached_check_resource(Relation rel, const AttachedTable *table,
-						AttrNumber resattno, text *resource)
+						AttrNumber resattno, Datum value, text *resource)
 {
 	if (OidIsValid(table->counters))
 		citus_check_shard_range(rel, table->hash_min, table->hash_max,
-								resattno, resource);
+								resattno, value, resource);
 }
 
 /*

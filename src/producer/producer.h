@@ -176,7 +176,8 @@ typedef struct AttachedTable
 extern void attached_check(Relation rel, Trigger *trigger, text *stream,
 						   AttachedTable *table);
 extern void attached_check_resource(Relation rel, const AttachedTable *table,
-									AttrNumber resattno, text *resource);
+									AttrNumber resattno, Datum value,
+									text *resource);
 extern void attached_skip_companions(EState *estate);
 extern void attached_check_insert(Relation rel, TriggerDesc *trigdesc);
 extern bool attached_copy_may_hold(Relation rel);

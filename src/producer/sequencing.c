@@ -56,7 +56,8 @@ typedef struct SequencedRow
 	text	   *stream;
 	AttrNumber	resattno;
 	AttrNumber	seqattno;
-	text	   *resource;		/* its key (resource_key.c) */
+	Datum		value;			/* the resource, ... */
+	text	   *resource;		/* ... and its key (resource_key.c) */
 	bool		seq_isnull;
 	int64		seq;
 } SequencedRow;
@@ -187,6 +188,7 @@ read_row(TriggerShape *shape, TriggerData *trigdata, HeapTuple tuple,
 						RelationGetRelationName(rel),
 						trigdata->tg_trigger->tgargs[0]),
 				 errdetail("Sequence numbers are counted per resource: a row without a resource has none to take a number from.")));
+	row->value = resource;
 	row->resource = shape->key_is_value ? DatumGetTextPP(resource) :
 		ordering_resource_key_of(resource, shape->restype);
 	if (deformed != NULL)
@@ -375,7 +377,7 @@ ordering_sequence_trigger(PG_FUNCTION_ARGS)
 	}
 	table = shape->table;
 	attached_check_resource(trigdata->tg_relation, &table, row.resattno,
-							row.resource);
+							row.value, row.resource);
 	if (table.wake_relays)
 		ordering_wakeup_arm(row.stream);
 

@@ -57,6 +57,10 @@ typedef struct OwnedTableDef
 	OwnedColumn cols[OWNED_MAX_NATTS];
 	int			natts;
 	int			nkeys;			/* the primary key: the first nkeys columns */
+	const char *routing;		/* a column that a table of this shape found
+								 * by OID may have after these, of any type,
+								 * last in its primary key: the column Citus
+								 * distributes it by (README.md) */
 } OwnedTableDef;
 
 static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
@@ -67,7 +71,8 @@ static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
 		.cols = {{"stream", TEXTOID, true}, {"resource_id", TEXTOID, true},
 		{"last_seq", INT8OID, true}},
 		.checks = {"sequences_last_seq_check"},
-		.triggers = {"sequences_load"}
+		.triggers = {"sequences_load"},
+		.routing = "resource_value"
 	},
 	[OWNED_POSITIONS] = {
 		.relname = "positions",
@@ -143,6 +148,7 @@ typedef struct OwnedRelidState
 {
 	Oid			relid;			/* hash key */
 	OwnedTableId shape;
+	AttrNumber	routing_att;	/* its routing column, or 0 */
 	TupleDesc	own_columns;	/* as in OwnedTableState */
 } OwnedRelidState;
 
@@ -297,12 +303,16 @@ key_collation_ok(Oid collation, bool by_relid)
 /*
  * The columns: names, types, not-null, and the collation of the text key
  * ones, in order, with nothing dropped or added but dropped columns after
- * the table's own (README.md).  A logged plain table.
+ * the table's own (README.md).  A logged plain table.  Returns the number
+ * of the routing column that a table found by OID may have right after its
+ * own (a not-null column of any type), or 0.
  */
-static void
+static AttrNumber
 check_columns(Relation rel, const OwnedTableDef *def, bool by_relid)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
+	int			natts = def->natts;
+	AttrNumber	routing_att = 0;
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -318,7 +328,20 @@ check_columns(Relation rel, const OwnedTableDef *def, bool by_relid)
 					 "its columns were changed",
 					 by_relid ? refusal_hint(by_relid) :
 					 "Run ALTER EXTENSION ordering UPDATE if the library was upgraded, else reinstall the extension.");
-	for (int i = def->natts; i < desc->natts; i++)
+	if (by_relid && def->routing != NULL && desc->natts > natts)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, natts);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), def->routing) == 0)
+		{
+			if (!att->attnotnull || att->attgenerated != '\0')
+				owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+							 psprintf("column \"%s\" was changed", def->routing),
+							 refusal_hint(by_relid));
+			routing_att = ++natts;
+		}
+	}
+	for (int i = natts; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
@@ -347,6 +370,7 @@ check_columns(Relation rel, const OwnedTableDef *def, bool by_relid)
 						 psprintf("column \"%s\" was changed", col->name),
 						 refusal_hint(by_relid));
 	}
+	return routing_att;
 }
 
 /*
@@ -448,7 +472,7 @@ check_executor_features(Relation rel, const OwnedTableDef *def, bool by_relid)
  */
 static void
 check_index(Relation rel, const OwnedTableDef *def, Oid indexid, bool primary,
-			bool by_relid)
+			bool by_relid, AttrNumber routing_att)
 {
 	Relation	idx = index_open(indexid, AccessShareLock);
 	Form_pg_index form = idx->rd_index;
@@ -460,7 +484,8 @@ check_index(Relation rel, const OwnedTableDef *def, Oid indexid, bool primary,
 	if (ok && primary)
 	{
 		ok = idx->rd_rel->relam == BTREE_AM_OID &&
-			form->indnkeyatts == def->nkeys;
+			form->indnkeyatts == def->nkeys + (routing_att != 0 ? 1 : 0) &&
+			(routing_att == 0 || form->indkey.values[def->nkeys] == routing_att);
 		for (int i = 0; ok && i < def->nkeys; i++)
 			ok = form->indkey.values[i] == i + 1 &&
 				(def->cols[i].type != TEXTOID ||
@@ -480,27 +505,30 @@ check_index(Relation rel, const OwnedTableDef *def, Oid indexid, bool primary,
 
 /*
  * Check an open table against its definition; refuses it (see
- * README.md) or returns.
+ * README.md) or returns the number of its routing column (0: none).
  */
-static void
+static AttrNumber
 check_table(Relation rel, const OwnedTableDef *def, bool by_relid)
 {
 	List	   *indexes;
 	ListCell   *lc;
 	Oid			pkid = ordering_primary_key_index(rel);
+	AttrNumber	routing_att;
 
 	owned_check_version();
-	check_columns(rel, def, by_relid);
+	routing_att = check_columns(rel, def, by_relid);
 	if (!OidIsValid(pkid))
 		owned_refuse(rel, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 					 "it has no primary key that is checked immediately",
 					 refusal_hint(by_relid));
 	indexes = RelationGetIndexList(rel);
 	foreach(lc, indexes)
-		check_index(rel, def, lfirst_oid(lc), lfirst_oid(lc) == pkid, by_relid);
+		check_index(rel, def, lfirst_oid(lc), lfirst_oid(lc) == pkid, by_relid,
+					routing_att);
 	list_free(indexes);
 	/* after the indexes: a deferrable key brings a trigger of its own */
 	check_executor_features(rel, def, by_relid);
+	return routing_att;
 }
 
 /*
@@ -553,18 +581,17 @@ columns_prefix(TupleDesc desc, int natts)
  * may still use it.
  */
 static TupleDesc
-own_columns(Relation rel, const OwnedTableDef *def, TupleDesc cached,
-			Oid *cached_of)
+own_columns(Relation rel, int natts, TupleDesc cached, Oid *cached_of)
 {
 	MemoryContext old;
 	TupleDesc	copy;
 
-	if (RelationGetDescr(rel)->natts == def->natts)
+	if (RelationGetDescr(rel)->natts == natts)
 		return NULL;
 	if (cached != NULL && *cached_of == RelationGetRelid(rel))
 		return cached;
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	copy = columns_prefix(RelationGetDescr(rel), def->natts);
+	copy = columns_prefix(RelationGetDescr(rel), natts);
 	MemoryContextSwitchTo(old);
 	*cached_of = RelationGetRelid(rel);
 	return copy;
@@ -583,6 +610,7 @@ owned_rel_init(OwnedRel *orel, OwnedTableId id, LOCKMODE mode)
 	orel->nindexes = -1;
 	orel->indexes = NULL;
 	orel->infos = NULL;
+	orel->routing_att = 0;
 }
 
 /*
@@ -616,8 +644,8 @@ owned_open(OwnedTableId id, LOCKMODE mode, OwnedRel *orel)
 	}
 	if (!state->checked)
 	{
-		check_table(orel->rel, def, false);
-		state->own_columns = own_columns(orel->rel, def, state->own_columns,
+		(void) check_table(orel->rel, def, false);
+		state->own_columns = own_columns(orel->rel, def->natts, state->own_columns,
 										 &state->own_columns_of);
 		state->checked = true;
 	}
@@ -669,17 +697,53 @@ owned_open_relid(OwnedTableId shape, Oid relid, LOCKMODE mode,
 	if (entry == NULL || entry->shape != shape)
 	{
 		Oid			copied_of = InvalidOid;
+		AttrNumber	routing_att = check_table(orel->rel, &owned_defs[shape], true);
 
-		check_table(orel->rel, &owned_defs[shape], true);
 		entry = hash_search(owned_relid_state, &relid, HASH_ENTER, &found);
 		entry->shape = shape;
+		entry->routing_att = routing_att;
 		/* (a new copy after each rebuild of a table with dropped columns) */
-		entry->own_columns = own_columns(orel->rel, &owned_defs[shape], NULL,
-										 &copied_of);
+		entry->own_columns = own_columns(orel->rel,
+										 owned_defs[shape].natts + (routing_att != 0 ? 1 : 0),
+										 NULL, &copied_of);
 	}
 	owned_rel_init(orel, shape, mode);
+	orel->routing_att = entry->routing_att;
 	orel->desc = entry->own_columns != NULL ? entry->own_columns :
 		RelationGetDescr(orel->rel);
+}
+
+/*
+ * The routing column of a new row of a table that has one (README.md):
+ * the row's key (its last key column, text) read back as the column's
+ * type.  attach() accepts only types whose key reads back as a value equal
+ * to the one it was made of, so Citus would route that value to this very
+ * shard, as it routes the rows the counter counts.
+ */
+void
+owned_fill_routing(OwnedRel *orel, const Datum *key, Datum *values,
+				   bool *nulls)
+{
+	Form_pg_attribute att = TupleDescAttr(orel->desc, orel->routing_att - 1);
+	const OwnedTableDef *def = &owned_defs[orel->id];
+	Oid			input;
+	Oid			ioparam;
+
+	getTypeInputInfo(att->atttypid, &input, &ioparam);
+	values[orel->routing_att - 1] =
+		OidInputFunctionCall(input, TextDatumGetCString(key[def->nkeys - 1]),
+							 ioparam, att->atttypmod);
+	nulls[orel->routing_att - 1] = false;
+}
+
+/*
+ * The number of key columns of a table: those of its definition (its
+ * primary key ends with its routing column, if it has one).
+ */
+int
+owned_key_count(OwnedRel *orel)
+{
+	return owned_defs[orel->id].nkeys;
 }
 
 /*

@@ -99,6 +99,8 @@ typedef struct OwnedRel
 	Relation	rel;
 	Relation	pk;				/* its primary key: NULL until owned_pk() */
 	LOCKMODE	mode;
+	AttrNumber	routing_att;	/* a table found by OID: its routing column
+								 * (owned.c), or 0 */
 	TupleDesc	desc;			/* the columns rows are read and written with:
 								 * the table's own (owned.c) */
 	MemoryContext cxt;			/* where what lives as long as the call is */
@@ -128,6 +130,9 @@ extern void owned_index_insert(OwnedRel *orel, HeapTuple tuple,
 							   Bitmapset *changed, OrderingIndexUpdate which);
 extern bool owned_columns_indexed(OwnedRel *orel, Bitmapset *columns);
 extern Oid	owned_column_type(OwnedTableId id, AttrNumber attno);
+extern void owned_fill_routing(OwnedRel *orel, const Datum *key,
+							   Datum *values, bool *nulls);
+extern int	owned_key_count(OwnedRel *orel);
 
 /*
  * Open table id, or, if relid is valid, the table relid of its shape (as

@@ -339,7 +339,7 @@ owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
 	if (keyed && fetch_cached(orel, key, hash, snapshot, row))
 		return true;
 
-	nkeys = owned_pk(orel)->rd_index->indnkeyatts;
+	nkeys = owned_key_count(orel);
 	(void) init_scan_keys(orel, keys, key, nkeys, InvalidStrategy, 0);
 	scan = ordering_index_beginscan(rel, owned_pk(orel), snapshot, nkeys, 0);
 	index_rescan(scan, keys, nkeys, NULL, 0);
@@ -514,7 +514,7 @@ probe_dirty(OwnedRel *orel, const Datum *key, TransactionId *xwait,
 {
 	SnapshotData dirty;
 	ScanKeyData keys[INDEX_MAX_KEYS];
-	int			nkeys = owned_pk(orel)->rd_index->indnkeyatts;
+	int			nkeys = owned_key_count(orel);
 	IndexScanDesc scan;
 	TupleTableSlot *slot = table_slot_create(orel->rel, NULL);
 	bool		found;
@@ -599,6 +599,8 @@ create_row(OwnedRel *orel, const Datum *key, Datum *values, bool *nulls)
 	ItemPointerData tid;
 	bool		exists;
 
+	if (orel->routing_att != 0)
+		owned_fill_routing(orel, key, values, nulls);
 	key_lock_tag(&tag, orel->id, key_hash(key));
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	exists = probe_dirty(orel, key, &xwait, &token, &tid);

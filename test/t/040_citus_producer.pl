@@ -95,8 +95,8 @@ sql($coord, q{
 	SELECT create_reference_table('ref');
 	CREATE TABLE other_col (k int, resource_id text, seq bigint);
 	SELECT create_distributed_table('other_col', 'k');
-	CREATE TABLE int_res (resource_id bigint, seq bigint);
-	SELECT create_distributed_table('int_res', 'resource_id');
+	CREATE TABLE num_res (resource_id numeric, seq bigint);
+	SELECT create_distributed_table('num_res', 'resource_id');
 	CREATE TABLE appended (resource_id text, seq bigint);
 	SELECT create_distributed_table('appended', 'resource_id', 'append');
 	CREATE TABLE citus_local (resource_id text, seq bigint);
@@ -107,8 +107,9 @@ fails($coord, q{SELECT ordering.attach('ref')}, '0A000', qr/reference table/,
 fails($coord, q{SELECT ordering.attach('other_col')}, '0A000',
 	qr/distributed by column "k", not by its resource column/,
 	'attach of a table distributed by another column');
-fails($coord, q{SELECT ordering.attach('int_res')}, '0A000',
-	qr/is of type bigint, not text/, 'attach with a non-text resource column');
+fails($coord, q{SELECT ordering.attach('num_res')}, '0A000',
+	qr/is of type numeric, which a distributed stream cannot key its counters by/,
+	'attach with a numeric resource column (other types: TAP 046)');
 fails($coord, q{SELECT ordering.attach('appended')}, '0A000',
 	qr/distributed by append/, 'attach of an append-distributed table');
 fails($coord, q{SELECT ordering.attach('citus_local')}, '0A000',
@@ -167,7 +168,7 @@ fails($w1, qq{INSERT INTO $shard (id, resource_id) VALUES (-1, '$wrong')}, '0A00
 
 # the tables of the refusals go: the rebalance and the drain below need not
 # move their shards
-sql($coord, q{DROP TABLE ref, other_col, int_res, appended, citus_local, attached_first, copied});
+sql($coord, q{DROP TABLE ref, other_col, num_res, appended, citus_local, attached_first, copied});
 
 # ---------------------------------------------------------------------------
 # The rules of one node, on shards

@@ -10,6 +10,8 @@ CREATE OR REPLACE FUNCTION ordering_internal.citus_attach_check(tbl regclass, re
 DECLARE
     d record;
     restype pg_catalog.regtype;
+    base pg_catalog.regtype;
+    deterministic boolean;
     hint text;
 BEGIN
     SELECT * INTO d FROM ordering_internal.citus_distribution(tbl);
@@ -62,20 +64,46 @@ BEGIN
                   DETAIL = 'Each placement of a shard would number its rows on its own.',
                   HINT = 'Distribute it with citus.shard_replication_factor = 1 (use streaming replicas for high availability).';
     END IF;
-    SELECT a.atttypid INTO restype FROM pg_catalog.pg_attribute a
+    SELECT a.atttypid, COALESCE(c.collisdeterministic, true) INTO restype, deterministic
+      FROM pg_catalog.pg_attribute a
+      LEFT JOIN pg_catalog.pg_collation c ON c.oid OPERATOR(pg_catalog.=) a.attcollation
      WHERE a.attrelid OPERATOR(pg_catalog.=) tbl
        AND a.attname OPERATOR(pg_catalog.=) resource_column;
-    IF restype OPERATOR(pg_catalog.<>) 'pg_catalog.text'::pg_catalog.regtype THEN
-        RAISE EXCEPTION 'resource column "%" of distributed table "%" is of type %, not text', resource_column, tbl, restype
+    -- 1.3: the counter table is distributed by a column of the resource
+    -- column's own type (citus_counter_table()), whose value of a counter
+    -- row is the resource's key read back as that type: only types whose
+    -- key reads back as an equal value in every session qualify.
+    base := restype;
+    WHILE EXISTS (SELECT FROM pg_catalog.pg_type t
+                   WHERE t.oid OPERATOR(pg_catalog.=) base AND t.typtype OPERATOR(pg_catalog.=) 'd') LOOP
+        SELECT t.typbasetype INTO base FROM pg_catalog.pg_type t WHERE t.oid OPERATOR(pg_catalog.=) base;
+    END LOOP;
+    IF base NOT IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype,
+                    'pg_catalog.int8'::pg_catalog.regtype, 'pg_catalog.uuid'::pg_catalog.regtype,
+                    'pg_catalog.text'::pg_catalog.regtype, 'pg_catalog.varchar'::pg_catalog.regtype)
+       AND NOT EXISTS (SELECT FROM pg_catalog.pg_type t
+                        WHERE t.oid OPERATOR(pg_catalog.=) base
+                          AND t.typname OPERATOR(pg_catalog.=) 'citext'
+                          AND EXISTS (SELECT FROM pg_catalog.pg_proc p
+                                       WHERE p.oid OPERATOR(pg_catalog.=) t.typinput
+                                         AND p.proname OPERATOR(pg_catalog.=) 'citextin')) THEN
+        RAISE EXCEPTION 'resource column "%" of distributed table "%" is of type %, which a distributed stream cannot key its counters by',
+                        resource_column, tbl, restype
             USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'A distributed stream keeps its counters in a table co-located with it, keyed by the resource as text; Citus co-locates only distribution columns of the same type.',
-                  HINT = 'Distribute the table by a text resource column (a text copy of the key, say).';
+                  DETAIL = 'A distributed stream''s counters are distributed by a column of the resource column''s type, holding each resource''s key read back as that type; that is exact for smallint, integer, bigint, uuid, text, varchar, citext and domains over them.',
+                  HINT = 'Distribute the table by a bigint, uuid or text resource column (a copy of the key of that type, say).';
+    END IF;
+    IF NOT deterministic THEN
+        RAISE EXCEPTION 'resource column "%" of distributed table "%" has a nondeterministic collation', resource_column, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Resources that compare equal but are keyed apart would share the counter table''s shard key; Citus does not distribute by such a column either.',
+                  HINT = 'Give the resource column a deterministic collation ("C", say).';
     END IF;
     RETURN true;
 END
 $$;
 COMMENT ON FUNCTION ordering_internal.citus_attach_check(regclass, name) IS
-    'Internal to ordering.attach(): true for a table Citus distributes by hash on its text resource column, false for a table Citus does not manage; refuses every other shape (0A000)';
+    'Internal to ordering.attach(): true for a table Citus distributes by hash on its resource column (integers, uuid, text types, domains over them), false for a table Citus does not manage; refuses every other shape (0A000)';
 -- SECURITY INVOKER: it does only what its caller may do anyway, for
 -- attach(), detach(), last_sequence(), check() and post_restore(), which
 -- call it only where Citus is.

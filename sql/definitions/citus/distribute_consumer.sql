@@ -62,8 +62,11 @@ BEGIN
                   DETAIL = 'Citus delegates a call only to a shard with one placement.',
                   HINT = 'Distribute the projection with citus.shard_replication_factor = 1.';
     END IF;
+    -- (1.3: a column without a collation, bigint or uuid, has no name to
+    -- format, and is refused below)
     SELECT a.atttypid, a.attcollation, c.collisdeterministic,
-           pg_catalog.format('%I.%I', n.nspname, c.collname) AS collname
+           CASE WHEN c.oid IS NOT NULL
+                THEN pg_catalog.format('%I.%I', n.nspname, c.collname) END AS collname
       INTO col
       FROM pg_catalog.pg_attribute a
       LEFT JOIN pg_catalog.pg_collation c ON c.oid OPERATOR(pg_catalog.=) a.attcollation
@@ -75,7 +78,7 @@ BEGIN
                         colocate_with, part.distcol, col.atttypid::pg_catalog.regtype
             USING ERRCODE = 'feature_not_supported',
                   DETAIL = 'A distributed consumer is distributed by its resource ids, which are text.',
-                  HINT = 'Distribute the projection by a text column that holds the resource id.';
+                  HINT = 'Distribute the projection by a text column that holds the resource id as the consumer functions receive it (its ordering.resource_key()).';
     END IF;
     IF NOT col.collisdeterministic THEN
         RAISE EXCEPTION 'table % is distributed by a column of the nondeterministic collation %',

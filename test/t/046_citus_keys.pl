@@ -1,0 +1,271 @@
+# Tenant keys of other types than text on a Citus cluster (a coordinator
+# and two workers): outboxes distributed by bigint, uuid, varchar, citext
+# and a domain over bigint, co-located with the tenants' own table.
+#
+# attach() gives each stream a counter table distributed by a column of the
+# resource column's type, co-located with the outbox; every tenant is then
+# numbered 1..N through single rows, multi-row inserts, COPY and INSERT ...
+# SELECT, on the coordinator and on a worker, through a shard move; the
+# counters agree with last_sequence() and next_sequence() on every node, a
+# table filled before attach() continues after its numbers, and check() is
+# clean.  A transaction that writes a tenant's row and its event commits on
+# one node, without two-phase commit (a text copy of the key, not
+# co-located, needs it).  What stays refused: a numeric resource (0A000), a
+# second table of a stream with another key type (42804), and
+# distribute_consumer() of a projection distributed by bigint or uuid
+# (0A000, where 1.2 said 22004).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use OrderingCitus qw(sql fails);
+
+OrderingCitus::skip_unless_citus();
+
+my $cluster = OrderingCitus->new('citus_keys', workers => 2);
+my $coord = $cluster->coordinator;
+my ($w1, $w2) = $cluster->workers;
+
+my $has_citext = sql($coord,
+	q{SELECT count(*) FROM pg_available_extensions WHERE name = 'citext'});
+
+# ---------------------------------------------------------------------------
+# distribute_consumer() of a projection distributed by bigint or uuid:
+# refused with the hint, not 22004 (1.2)
+# ---------------------------------------------------------------------------
+for my $t (qw(bigint uuid))
+{
+	sql($coord, qq{
+		CREATE TABLE proj_$t (id $t PRIMARY KEY, version bigint);
+		SELECT create_distributed_table('proj_$t', 'id');});
+	fails($coord, qq{SELECT ordering.distribute_consumer('proj_$t', 'proj_$t')},
+		'0A000', qr/is distributed by column id of type $t, not text.*HINT:\s+Distribute the projection by a text column/s,
+		"distribute_consumer() of a projection distributed by $t");
+}
+
+# ---------------------------------------------------------------------------
+# The tables: tenants and their outboxes, one per key type.  The tenant of
+# number i is key(i): i itself, a uuid made of i, 't' || i.
+# ---------------------------------------------------------------------------
+my %key = (
+	big => sub { "$_[0]" },
+	int => sub { "$_[0]" },
+	dom => sub { "$_[0]" },
+	uuid => sub { sprintf("00000000-0000-0000-0000-%012d", $_[0]) },
+	vc => sub { "t$_[0]" },
+	ci => sub { "T$_[0]" },
+);
+my %type = (big => 'bigint', int => 'integer', dom => 'tenant_id',
+	uuid => 'uuid', vc => 'varchar(40)', ci => 'citext');
+my @kinds = qw(big int dom uuid vc);
+push @kinds, 'ci' if $has_citext;
+
+sql($coord, q{CREATE EXTENSION IF NOT EXISTS citext}) if $has_citext;
+sql($coord, q{CREATE DOMAIN tenant_id AS bigint CHECK (VALUE > 0)});
+for my $k (@kinds)
+{
+	sql($coord, qq{
+		SET citus.shard_count = 4;
+		CREATE TABLE tenants_$k (id $type{$k} PRIMARY KEY, name text);
+		SELECT create_distributed_table('tenants_$k', 'id');
+		CREATE TABLE ev_$k (id bigserial, tenant $type{$k} NOT NULL, seq bigint,
+		                    payload text, PRIMARY KEY (tenant, id));
+		SELECT create_distributed_table('ev_$k', 'tenant', colocate_with => 'tenants_$k');
+		SELECT ordering.attach('ev_$k', 'tenant', 'seq');
+	});
+	ok(1, "attach() of an outbox distributed by $type{$k}");
+	is(sql($coord, qq{
+		SELECT c.colocationid = t.colocationid
+		       AND column_to_column_name(c.logicalrelid, c.partkey) = 'resource_value'
+		  FROM pg_dist_partition c, pg_dist_partition t
+		 WHERE c.logicalrelid = ordering_internal.distributed_counters('public.ev_$k')
+		   AND t.logicalrelid = 'tenants_$k'::regclass}), 't',
+		"$type{$k}: the counters are distributed by resource_value, co-located with the tenants");
+}
+
+# The numbers of each tenant of an outbox: 1..N (rows inserted on a worker
+# take ids from another range: no order by id).
+sub numbered
+{
+	my ($k, $name) = @_;
+	is(sql($coord, qq{
+		SELECT count(*) FROM ev_$k
+		 WHERE ordering.resource_key(tenant) <> '424242'   -- next_sequence() took its 1
+		 GROUP BY ordering.resource_key(tenant)
+		HAVING count(*) <> count(DISTINCT seq) OR min(seq) <> 1 OR max(seq) <> count(*)}),
+		'', "$type{$k}: $name: every tenant numbered 1..N");
+	is(sql($coord, qq{
+		SELECT count(*) FROM (SELECT ordering.resource_key(tenant) AS k, max(seq) AS hi
+		                        FROM ev_$k GROUP BY 1) x
+		 WHERE ordering.last_sequence('public.ev_$k', x.k) <> x.hi}),
+		'0', "$type{$k}: $name: last_sequence() is each tenant's highest number");
+	return;
+}
+
+# Single rows and multi-row inserts through the coordinator, single rows
+# through a worker, COPY, INSERT ... SELECT (pulled to the coordinator and
+# pushed down from a co-located table).
+for my $k (@kinds)
+{
+	my @t = map { $key{$k}->($_) } 1 .. 6;
+	sql($coord, "INSERT INTO ev_$k (tenant, payload) VALUES ('$_', 'one')") for @t[0 .. 2];
+	sql($coord, "INSERT INTO ev_$k (tenant, payload) VALUES "
+		  . join(', ', map { "('$_', 'multi')" } (@t, @t, @t[0 .. 1])));
+	sql($w1, "INSERT INTO ev_$k (tenant, payload) VALUES ('$_', 'worker')") for @t[2 .. 5];
+	sql($coord, "COPY ev_$k (tenant, payload) FROM stdin;\n"
+		  . join('', map { "$_\tcopy\n" } (@t, @t[3 .. 5])) . "\\.\n");
+	sql($coord, qq{INSERT INTO tenants_$k (id, name) VALUES }
+		  . join(', ', map { "('$_', 'tenant')" } @t));
+	sql($coord, qq{INSERT INTO ev_$k (tenant, payload)
+		SELECT id, 'pushed down' FROM tenants_$k});
+	sql($coord, qq{INSERT INTO ev_$k (tenant, payload)
+		SELECT id, 'pulled' FROM tenants_$k ORDER BY id LIMIT 3});
+	numbered($k, 'rows, multi-row, a worker, COPY, INSERT ... SELECT');
+	is(sql($coord, qq{SELECT count(*) FROM ev_$k}), 3 + 14 + 4 + 9 + 6 + 3,
+		"$type{$k}: every row stored");
+}
+
+# citext keeps its key: 'T1' and 't1' are two resources, in one shard
+if ($has_citext)
+{
+	sql($coord, q{INSERT INTO ev_ci (tenant, payload) VALUES ('t1', 'lower')});
+	is(sql($coord, q{SELECT seq FROM ev_ci WHERE tenant::text = 't1'}), '1',
+		'citext: a resource that differs in case only has a counter of its own');
+	numbered('ci', 'a resource differing in case');
+}
+
+# next_sequence() and last_sequence() of a typed stream, on every node
+for my $node ($coord, $w2)
+{
+	my $last = sql($node, q{SELECT ordering.last_sequence('public.ev_uuid', '00000000-0000-0000-0000-000000000009')});
+	is(sql($node, q{SELECT ordering.next_sequence('public.ev_uuid', '00000000-0000-0000-0000-000000000009')}),
+		$last + 1, 'uuid: next_sequence() on ' . $node->name . ' continues the counter');
+}
+is(sql($w1, q{SELECT ordering.last_sequence('public.ev_uuid', '00000000-0000-0000-0000-000000000009')}),
+	'2', 'uuid: last_sequence() on a worker reads what next_sequence() took on two nodes');
+is(sql($coord, q{SELECT ordering.next_sequence('public.ev_big', '424242')}), '1',
+	'bigint: next_sequence() of a new resource creates its counter');
+is(sql($w1, q{SELECT ordering.last_sequence('public.ev_big', '424242')}), '1',
+	'bigint: ... and last_sequence() on a worker reads it');
+sql($coord, q{INSERT INTO ev_big (tenant, payload) VALUES (424242, 'after next_sequence')});
+is(sql($coord, q{SELECT seq FROM ev_big WHERE tenant = 424242}), '2',
+	'bigint: a row after next_sequence() takes the next number');
+
+# ---------------------------------------------------------------------------
+# One node, no two-phase commit: a tenant's row and its event in one
+# transaction.  Citus logs the commands it sends; a transaction it prepares
+# in two phases sends PREPARE TRANSACTION.
+# ---------------------------------------------------------------------------
+sub remote_commands
+{
+	my ($query) = @_;
+	my ($ret, $out, $err) = $coord->psql('postgres', qq{
+		SET citus.log_remote_commands = on;
+		SET client_min_messages = notice;
+		BEGIN;
+		$query
+		COMMIT;});
+	die "the transaction failed: $err" if $ret != 0;
+	return $err;
+}
+for my $k (qw(big uuid))
+{
+	my $t = $key{$k}->(77);
+	my $log = remote_commands(qq{
+		INSERT INTO tenants_$k (id, name) VALUES ('$t', 'new');
+		INSERT INTO ev_$k (tenant, payload) VALUES ('$t', 'created');
+		UPDATE tenants_$k SET name = 'renamed' WHERE id = '$t';
+		INSERT INTO ev_$k (tenant, payload) VALUES ('$t', 'renamed');});
+	like($log, qr/issuing .*INSERT INTO public\.ev_${k}_/, "$type{$k}: the transaction ran on a worker");
+	unlike($log, qr/PREPARE TRANSACTION/,
+		"$type{$k}: a tenant's row and its events commit on one node, without two-phase commit");
+	is(sql($coord, qq{SELECT string_agg(seq::text, ',' ORDER BY id) FROM ev_$k WHERE tenant = '$t'}),
+		'1,2', "$type{$k}: ... numbered 1, 2");
+}
+# the same with a text copy of the key, as 1.2 required: the outbox is not
+# co-located with the tenants, and the transaction spans two nodes
+sql($coord, q{
+	CREATE TABLE ev_text (id bigserial, tenant text NOT NULL, seq bigint, payload text,
+	                      PRIMARY KEY (tenant, id));
+	SELECT create_distributed_table('ev_text', 'tenant');
+	SELECT ordering.attach('ev_text', 'tenant', 'seq');});
+my $spans = 0;
+for my $t (78 .. 90)
+{
+	my $log = remote_commands(qq{
+		INSERT INTO tenants_big (id, name) VALUES ($t, 'new');
+		INSERT INTO ev_text (tenant, payload) VALUES ('$t', 'created');});
+	$spans++ if $log =~ /PREPARE TRANSACTION/;
+}
+ok($spans > 0, "a text copy of the key: $spans of 13 such transactions prepared in two phases");
+
+# ---------------------------------------------------------------------------
+# A shard move: the tenant's counters move with its rows
+# ---------------------------------------------------------------------------
+my ($w1h, $w1p, $w2h, $w2p) = ($w1->host, $w1->port, $w2->host, $w2->port);
+for my $k (qw(big uuid vc))
+{
+	my $t = $key{$k}->(1);
+	my ($shard, $port) = split /\|/, sql($coord, qq{
+		SELECT s.shardid, p.nodeport FROM pg_dist_shard s JOIN pg_dist_shard_placement p USING (shardid)
+		 WHERE s.shardid = get_shard_id_for_distribution_column('ev_$k', '$t')});
+	my @to = $port == $w1p ? ($w1h, $w1p, $w2h, $w2p) : ($w2h, $w2p, $w1h, $w1p);
+	$cluster->clean_orphans;
+	sql($coord, qq{SELECT citus_move_shard_placement($shard, '$to[0]', $to[1], '$to[2]', $to[3], 'block_writes')});
+	sql($coord, qq{INSERT INTO ev_$k (tenant, payload) VALUES ('$t', 'moved'), ('$t', 'moved')});
+	sql($w1, qq{INSERT INTO ev_$k (tenant, payload) VALUES ('$t', 'moved, on a worker')});
+	numbered($k, 'after a shard move');
+}
+
+# ---------------------------------------------------------------------------
+# A table filled before attach() continues after its numbers, and a table
+# of a stream with another key type is refused
+# ---------------------------------------------------------------------------
+sql($coord, q{
+	CREATE TABLE ev_pre (id bigserial, tenant bigint NOT NULL, seq bigint, payload text,
+	                     PRIMARY KEY (tenant, id));
+	SELECT create_distributed_table('ev_pre', 'tenant', colocate_with => 'tenants_big');
+	INSERT INTO ev_pre (tenant, seq) SELECT t, n FROM generate_series(1, 5) t, generate_series(1, 3) n;
+	SELECT ordering.attach('ev_pre', 'tenant', 'seq');
+	INSERT INTO ev_pre (tenant) SELECT generate_series(1, 5);});
+is(sql($coord, q{SELECT string_agg(DISTINCT seq::text, ',') FROM ev_pre WHERE id > 15}), '4',
+	'bigint: a table filled before attach() continues after its numbers');
+
+sql($coord, q{
+	CREATE TABLE ev_other (id bigserial, tenant uuid NOT NULL, seq bigint, PRIMARY KEY (tenant, id));
+	SELECT create_distributed_table('ev_other', 'tenant', colocate_with => 'tenants_uuid');});
+fails($coord, q{SELECT ordering.attach('ev_other', 'tenant', 'seq', 'public.ev_big')},
+	'42804', qr/is of type uuid, but stream "public\.ev_big" counts resources of type bigint/,
+	'a uuid table attached to a bigint stream');
+fails($coord, q{SELECT ordering.attach('ev_other', 'tenant', 'seq', 'public.ev_text')},
+	'42804', qr/counts resources of type text/, 'a uuid table attached to a text stream');
+
+sql($coord, q{
+	CREATE TABLE ev_num (id bigserial, tenant numeric NOT NULL, seq bigint, PRIMARY KEY (tenant, id));
+	SELECT create_distributed_table('ev_num', 'tenant');});
+fails($coord, q{SELECT ordering.attach('ev_num', 'tenant', 'seq')},
+	'0A000', qr/is of type numeric, which a distributed stream cannot key its counters by.*HINT:\s+Distribute the table by a bigint, uuid or text/s,
+	'a numeric resource column');
+
+# ---------------------------------------------------------------------------
+# check() on the coordinator compares every typed stream with its counters
+# ---------------------------------------------------------------------------
+is(sql($coord, q{SELECT count(*) FROM ordering.check()}), '0',
+	'ordering.check() is clean on the coordinator');
+# reconciliation reads a typed stream's counters by their keys
+is(sql($coord, q{SELECT sum(resources) FROM ordering.stream_summary('public.ev_uuid', 16)}),
+	sql($coord, q{SELECT count(*) FROM ordering_internal.}
+		  . sql($coord, q{SELECT ordering_internal.counter_table_name('public.ev_uuid')})),
+	'stream_summary() of a uuid stream counts its resources');
+# a counter set back is found, by its key
+sql($coord, q{UPDATE ordering_internal.} . sql($coord, q{SELECT ordering_internal.counter_table_name('public.ev_uuid')})
+	  . q{ SET last_seq = 1 WHERE resource_id = '00000000-0000-0000-0000-000000000002'});
+like(sql($coord, q{SELECT string_agg(detail, '; ') FROM ordering.check() WHERE kind = 'counter_behind_table'}),
+	qr/ev_uuid.*resource '00000000-0000-0000-0000-000000000002'/,
+	'check() finds a typed stream\'s counter behind its table, by its key');
+
+$cluster->stop;
+done_testing();
