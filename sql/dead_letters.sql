@@ -165,7 +165,9 @@ DECLARE
 BEGIN
     FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
         IF line ~ 'distributed' THEN
-            RETURN NEXT pg_catalog.btrim(line, ' ->');
+            -- (PostgreSQL 18 prints rows with two decimals)
+            RETURN NEXT pg_catalog.regexp_replace(pg_catalog.btrim(line, ' ->'),
+                                                  'rows=(\d+)\.00', 'rows=\1');
         END IF;
     END LOOP;
 END
