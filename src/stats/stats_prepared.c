@@ -277,8 +277,10 @@ name_listed(List *names, const char *name)
 	ListCell   *lc;
 
 	foreach(lc, names)
+	{
 		if (strcmp(lfirst(lc), name) == 0)
 			return true;
+	}
 	return false;
 }
 
