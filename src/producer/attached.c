@@ -263,8 +263,64 @@ registered_stream(Relation rel, bool *wake_relays)
 	return stream;
 }
 
+/*
+ * A test of the catalog rows of one OID, which it reads from "scan", with
+ * the argument its caller gave (catalog_first_of())
+ */
+typedef bool (*CatalogRowsTest) (SysScanDesc scan, void *arg);
+
+/*
+ * The first of "oids" whose rows in catalog "catalog_id" (those whose
+ * "attno" equals it) pass "test", or InvalidOid.  "index_id" is an index
+ * of the catalog that leads with "attno".
+ */
+static Oid
+catalog_first_of(Oid catalog_id, Oid index_id, AttrNumber attno, List *oids,
+				 CatalogRowsTest test, void *arg)
+{
+	Relation	catalog = table_open(catalog_id, AccessShareLock);
+	ListCell   *lc;
+	Oid			found = InvalidOid;
+
+	foreach(lc, oids)
+	{
+		ScanKeyData key;
+		SysScanDesc scan;
+		bool		passed;
+
+		ScanKeyInit(&key, attno, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(lfirst_oid(lc)));
+		scan = systable_beginscan(catalog, index_id, true, NULL, 1, &key);
+		passed = test(scan, arg);
+		systable_endscan(scan);
+		if (passed)
+		{
+			found = lfirst_oid(lc);
+			break;
+		}
+	}
+	table_close(catalog, AccessShareLock);
+	return found;
+}
+
 /* A test of one catalog row (catalog_row_of_any()) */
 typedef bool (*CatalogRowTest) (HeapTuple tuple);
+
+/*
+ * Does a row read from "scan" pass the CatalogRowTest "arg" points to (NULL:
+ * any row)?
+ */
+static bool
+some_row_passes(SysScanDesc scan, void *arg)
+{
+	CatalogRowTest test = *(CatalogRowTest *) arg;
+	HeapTuple	tuple;
+
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		if (test == NULL || test(tuple))
+			return true;
+	return false;
+}
 
 /*
  * Has catalog "catalog_id" a row, passing "test" (NULL: any row), whose
@@ -275,27 +331,8 @@ static bool
 catalog_row_of_any(Oid catalog_id, Oid index_id, AttrNumber attno,
 				   List *oids, CatalogRowTest test)
 {
-	Relation	catalog = table_open(catalog_id, AccessShareLock);
-	ListCell   *lc;
-	bool		found = false;
-
-	foreach(lc, oids)
-	{
-		ScanKeyData key;
-		SysScanDesc scan;
-		HeapTuple	tuple;
-
-		ScanKeyInit(&key, attno, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(lfirst_oid(lc)));
-		scan = systable_beginscan(catalog, index_id, true, NULL, 1, &key);
-		while (!found && HeapTupleIsValid(tuple = systable_getnext(scan)))
-			found = test == NULL || test(tuple);
-		systable_endscan(scan);
-		if (found)
-			break;
-	}
-	table_close(catalog, AccessShareLock);
-	return found;
+	return OidIsValid(catalog_first_of(catalog_id, index_id, attno, oids,
+									   some_row_passes, &test));
 }
 
 /*
@@ -693,44 +730,70 @@ partitions_relcache_callback(Datum arg, Oid relid)
 }
 
 /*
- * Are the triggers of one relation, as pg_trigger has them, those of a
- * table attached incompletely: its sequencing trigger enabled otherwise
- * than a companion?  (attached_check_insert() decides the same from a
- * relation's trigger descriptor.)
+ * A relation's triggers that attach() created, seen one (function, enabled)
+ * pair at a time, in name order: how its sequencing trigger is enabled (the
+ * first, were there several), and its companions'.
+ */
+typedef struct AttachTriggers
+{
+	bool		has_sequence;
+	char		sequence_enabled;
+	bool		has_companion;
+	char		companion_enabled;	/* the first companion's */
+	bool		companions_differ;	/* from each other */
+} AttachTriggers;
+
+/*
+ * Add one of a relation's triggers to what "seen" holds.
+ */
+static void
+attach_triggers_add(AttachTriggers *seen, Oid tgfoid, char tgenabled)
+{
+	if (tgfoid == sequence_trigger_fn && !seen->has_sequence)
+	{
+		seen->has_sequence = true;
+		seen->sequence_enabled = tgenabled;
+	}
+	else if (tgfoid == sequence_stored_fn || tgfoid == sequence_guard_fn)
+	{
+		if (!seen->has_companion)
+			seen->companion_enabled = tgenabled;
+		else if (tgenabled != seen->companion_enabled)
+			seen->companions_differ = true;
+		seen->has_companion = true;
+	}
+}
+
+/*
+ * Is a relation with these triggers attached incompletely: its sequencing
+ * trigger enabled otherwise than a companion?  (A companion missing is
+ * check_companions()'s business, when the sequencing trigger fires.)
  */
 static bool
-catalog_incomplete(Relation pg_trigger, Oid relid)
+attach_triggers_incomplete(const AttachTriggers *seen)
 {
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	char		sequence_enabled = TRIGGER_DISABLED;
-	bool		has_sequence = false;
-	char		companion_enabled[2];
-	int			companions = 0;
+	return seen->has_sequence && seen->has_companion &&
+		(seen->companions_differ ||
+		 seen->companion_enabled != seen->sequence_enabled);
+}
 
-	ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(relid));
-	scan = systable_beginscan(pg_trigger, TriggerRelidNameIndexId, true,
-							  NULL, 1, &key);
+/*
+ * Are the triggers of one relation, read from "scan" of pg_trigger,
+ * those of a table attached incompletely?
+ */
+static bool
+catalog_incomplete(SysScanDesc scan, void *arg)
+{
+	AttachTriggers seen = {0};
+	HeapTuple	tuple;
+
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		Form_pg_trigger t = (Form_pg_trigger) GETSTRUCT(tuple);
 
-		if (t->tgfoid == sequence_trigger_fn)
-		{
-			has_sequence = true;
-			sequence_enabled = t->tgenabled;
-		}
-		else if ((t->tgfoid == sequence_stored_fn ||
-				  t->tgfoid == sequence_guard_fn) && companions < 2)
-			companion_enabled[companions++] = t->tgenabled;
+		attach_triggers_add(&seen, t->tgfoid, t->tgenabled);
 	}
-	systable_endscan(scan);
-	for (int i = 0; i < companions; i++)
-		if (has_sequence && companion_enabled[i] != sequence_enabled)
-			return true;
-	return false;
+	return attach_triggers_incomplete(&seen);
 }
 
 /*
@@ -742,20 +805,13 @@ static Oid
 incomplete_partition(Oid relid)
 {
 	List	   *partitions = find_all_inheritors(relid, NoLock, NULL);
-	Relation	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
-	ListCell   *lc;
-	Oid			found = InvalidOid;
+	Oid			found;
 
-	foreach(lc, partitions)
-	{
-		if (lfirst_oid(lc) != relid &&
-			catalog_incomplete(pg_trigger, lfirst_oid(lc)))
-		{
-			found = lfirst_oid(lc);
-			break;
-		}
-	}
-	table_close(pg_trigger, AccessShareLock);
+	/* the table's own triggers are looked at by the caller */
+	partitions = list_delete_oid(partitions, relid);
+	found = catalog_first_of(TriggerRelationId, TriggerRelidNameIndexId,
+							 Anum_pg_trigger_tgrelid, partitions,
+							 catalog_incomplete, NULL);
 	list_free(partitions);
 	return found;
 }
@@ -816,8 +872,7 @@ check_partitions(Relation rel)
 void
 attached_check_insert(Relation rel, TriggerDesc *trigdesc)
 {
-	char		sequence_enabled = TRIGGER_DISABLED;
-	bool		has_sequence = false;
+	AttachTriggers seen = {0};
 
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 		check_partitions(rel);
@@ -826,22 +881,11 @@ attached_check_insert(Relation rel, TriggerDesc *trigdesc)
 	lookup_trigger_fns();
 	if (!OidIsValid(sequence_trigger_fn))
 		return;
-	for (int i = 0; i < trigdesc->numtriggers && !has_sequence; i++)
-		if (trigdesc->triggers[i].tgfoid == sequence_trigger_fn)
-		{
-			has_sequence = true;
-			sequence_enabled = trigdesc->triggers[i].tgenabled;
-		}
-	if (!has_sequence)
-		return;
 	for (int i = 0; i < trigdesc->numtriggers; i++)
-	{
-		Trigger    *t = &trigdesc->triggers[i];
-
-		if ((t->tgfoid == sequence_stored_fn || t->tgfoid == sequence_guard_fn) &&
-			t->tgenabled != sequence_enabled)
-			refuse_incomplete(rel);
-	}
+		attach_triggers_add(&seen, trigdesc->triggers[i].tgfoid,
+							trigdesc->triggers[i].tgenabled);
+	if (attach_triggers_incomplete(&seen))
+		refuse_incomplete(rel);
 }
 
 /*
