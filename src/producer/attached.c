@@ -708,25 +708,60 @@ attached_sequencing_trigger(Relation rel)
  * that insert through it: partition routing opens a partition only when a
  * row goes there, with nothing of ours in between, so a partition whose
  * sequencing trigger alone is disabled is found by reading pg_trigger.
- * Kept until the next relcache invalidation of any relation (a partition's
- * trigger changes, or a partition is attached, invalidate the partition,
- * not the table inserted into), so an INSERT pays a hash lookup.
+ * Kept until a relcache invalidation of the table or of one of its
+ * partitions at any depth: a partition's trigger created, dropped, enabled
+ * or disabled invalidates the partition, and a partition attached, created
+ * or detached invalidates the table it is a partition of, which is one of
+ * these.  So an INSERT pays a hash lookup, and the invalidations that
+ * autovacuum and ANALYZE send for other relations leave the verdict alone.
  */
 typedef struct PartitionsEntry
 {
 	Oid			relid;			/* hash key: the partitioned table */
-	uint64		generation;		/* partitions_generation when decided */
+	bool		valid;			/* false: read again */
 	Oid			incomplete;		/* a partition attached incompletely, or
 								 * InvalidOid */
+	int			npartitions;
+	Oid		   *partitions;		/* its partitions when read, sorted, in
+								 * TopMemoryContext */
 } PartitionsEntry;
 
 static HTAB *partitions_cache = NULL;
-static uint64 partitions_generation = 0;
 
+/* True while an entry is read; then whether an invalidation came meanwhile */
+static bool partitions_reading = false;
+static bool partitions_read_stale = false;
+
+/*
+ * Is the verdict of "entry" about relation "relid"?
+ */
+static bool
+partitions_entry_covers(PartitionsEntry *entry, Oid relid)
+{
+	return entry->relid == relid ||
+		(entry->npartitions > 0 &&
+		 bsearch(&relid, entry->partitions, entry->npartitions, sizeof(Oid),
+				 oid_cmp) != NULL);
+}
+
+/*
+ * Forget the verdicts about a relation whose relcache entry is invalidated
+ * (or all of them).  One that arrives while an entry is read may be about
+ * a partition not listed yet, so that entry is read again next time.
+ */
 static void
 partitions_relcache_callback(Datum arg, Oid relid)
 {
-	partitions_generation++;
+	HASH_SEQ_STATUS status;
+	PartitionsEntry *entry;
+
+	if (partitions_reading)
+		partitions_read_stale = true;
+	hash_seq_init(&status, partitions_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (entry->valid &&
+			(!OidIsValid(relid) || partitions_entry_covers(entry, relid)))
+			entry->valid = false;
 }
 
 /*
@@ -797,23 +832,42 @@ catalog_incomplete(SysScanDesc scan, void *arg)
 }
 
 /*
- * A partition (at any depth) of partitioned table "relid" that is attached
- * incompletely, or InvalidOid.  Read in pg_trigger, since the partitions
- * are not locked yet: the statement locks those it routes rows to.
+ * Read the verdict of "entry": its table's partitions (at any depth) and
+ * the first of them attached incompletely.  Read in pg_trigger, since the
+ * partitions are not locked yet: the statement locks those it routes rows
+ * to.
  */
-static Oid
-incomplete_partition(Oid relid)
+static void
+partitions_read(PartitionsEntry *entry)
 {
-	List	   *partitions = find_all_inheritors(relid, NoLock, NULL);
-	Oid			found;
+	List	   *partitions;
+	ListCell   *lc;
+	int			n = 0;
 
+	partitions_reading = true;
+	partitions_read_stale = false;
+	partitions = find_all_inheritors(entry->relid, NoLock, NULL);
 	/* the table's own triggers are looked at by the caller */
-	partitions = list_delete_oid(partitions, relid);
-	found = catalog_first_of(TriggerRelationId, TriggerRelidNameIndexId,
-							 Anum_pg_trigger_tgrelid, partitions,
-							 catalog_incomplete, NULL);
+	partitions = list_delete_oid(partitions, entry->relid);
+	entry->incomplete = catalog_first_of(TriggerRelationId,
+										 TriggerRelidNameIndexId,
+										 Anum_pg_trigger_tgrelid, partitions,
+										 catalog_incomplete, NULL);
+	if (entry->partitions != NULL)
+		pfree(entry->partitions);
+	entry->partitions = NULL;
+	entry->npartitions = 0;
+	if (partitions != NIL)
+		entry->partitions = MemoryContextAlloc(TopMemoryContext,
+											   list_length(partitions) * sizeof(Oid));
+	foreach(lc, partitions)
+		entry->partitions[n++] = lfirst_oid(lc);
+	if (n > 1)
+		qsort(entry->partitions, n, sizeof(Oid), oid_cmp);
+	entry->npartitions = n;
 	list_free(partitions);
-	return found;
+	entry->valid = !partitions_read_stale;
+	partitions_reading = false;
 }
 
 /*
@@ -845,20 +899,21 @@ check_partitions(Relation rel)
 		CacheRegisterRelcacheCallback(partitions_relcache_callback, (Datum) 0);
 	}
 	entry = hash_search(partitions_cache, &relid, HASH_ENTER, &found);
-	if (!found || entry->generation != partitions_generation)
+	if (!found)
 	{
-		/* an invalidation while reading makes the next statement read again */
-		entry->generation = partitions_generation;
-		entry->incomplete = InvalidOid;
-		entry->incomplete = incomplete_partition(relid);
+		entry->valid = false;
+		entry->npartitions = 0;
+		entry->partitions = NULL;
 	}
+	if (!entry->valid)
+		partitions_read(entry);
 	if (!OidIsValid(entry->incomplete))
 		return;
 	name = get_rel_name(entry->incomplete);
 	if (name != NULL)
 		refuse_incomplete_named(name);
 	/* dropped since: read again next time */
-	entry->generation = partitions_generation - 1;
+	entry->valid = false;
 }
 
 /*
