@@ -358,7 +358,7 @@ is(sql($coord, q{SELECT max(seq) FROM traced WHERE resource_id = 'tr1'}), '7',
 sql($coord, q{SELECT ordering.detach('traced'); DROP TABLE traced;});
 
 # restore mode on every node: pre_restore() on the coordinator switches it
-# on everywhere (Citus propagates ALTER DATABASE ... SET to the workers);
+# on everywhere (Citus runs ALTER DATABASE ... SET on the workers);
 # rows carry their numbers; post_restore() on the coordinator raises the
 # counters of the distributed stream and switches it off everywhere
 sql($coord, q{SELECT ordering.pre_restore()});
@@ -787,7 +787,15 @@ during_load('non-blocking split onto another node',
 	             WHERE shardid = $shard2) / 2)::text], ARRAY[$other, $other], 'force_logical')});
 continues('a non-blocking split');
 
+# Citus copies the database's settings (ALTER DATABASE ... SET on the
+# coordinator) to a node it adds (docs/citus.md, "Settings on a cluster")
+sql($coord, q{ALTER DATABASE postgres SET ordering.max_parked_per_resource = 5});
 my $w3 = $cluster->add_worker;
+is(sql($w3, q{SHOW ordering.max_parked_per_resource}), '5',
+	'a node added later has the settings of ALTER DATABASE ... SET');
+sql($coord, q{ALTER DATABASE postgres RESET ordering.max_parked_per_resource});
+is(sql($w3, q{SHOW ordering.max_parked_per_resource}), sql($w1, q{SHOW ordering.max_parked_per_resource}),
+	'and its RESET');
 relay_node($w3);
 $cluster->clean_orphans;
 during_load('rebalance onto a third node',

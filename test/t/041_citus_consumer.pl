@@ -632,7 +632,7 @@ like($err, qr/0A000: a handler of distributed consumer "tx" cannot call the cons
 	'a handler calling for another resource is refused (0A000)');
 
 # the parking cap of the node that runs the call: SQLSTATE 54000 comes back
-# (Citus propagates ALTER DATABASE ... SET to the workers)
+# (Citus runs ALTER DATABASE ... SET on the workers)
 sql($coord, q{ALTER DATABASE postgres SET ordering.max_parked_per_resource = 2});
 ($code, $out, $err) = $coord->psql('postgres', q{
 	\set VERBOSITY verbose
