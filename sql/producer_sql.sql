@@ -526,6 +526,19 @@ INSERT INTO half_p (account) VALUES ('c');
 ALTER TABLE half_pc ENABLE TRIGGER ordering_sequence;
 INSERT INTO half_p (account) VALUES ('c');
 SELECT account, version FROM half_p ORDER BY account, version;
+-- a partition of a partition whose trigger is disabled after rows went
+-- through: seen by the next statement, whichever partition it writes
+CREATE TABLE half_pd PARTITION OF half_p FOR VALUES IN ('d')
+    PARTITION BY LIST (account);
+CREATE TABLE half_pd1 PARTITION OF half_pd FOR VALUES IN ('d');
+INSERT INTO half_p (account) VALUES ('d');
+ALTER TABLE half_pd1 DISABLE TRIGGER ordering_sequence;
+INSERT INTO half_p (account) VALUES ('a');
+\echo :SQLSTATE
+-- detached (its triggers go with it), it no longer counts
+ALTER TABLE half_pd DETACH PARTITION half_pd1;
+INSERT INTO half_p (account) VALUES ('a');
+DROP TABLE half_pd1;
 DROP TABLE half_p;
 DELETE FROM ordering.sequences WHERE stream = 'public.half_p';
 -- All of them together is the user's choice: nothing is sequenced.

@@ -38,6 +38,7 @@
 
 #include "citus.h"
 #include "plans.h"
+#include "process_utility.h"
 
 PG_FUNCTION_INFO_V1(ordering_grant_set_everywhere);
 
@@ -161,12 +162,8 @@ grants_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	if (IsA(stmt, GrantStmt) && !giving_set)
 		sets = granted_sets((GrantStmt *) stmt, &owner);
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-							queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
+	ordering_process_utility(prev_ProcessUtility, pstmt, queryString,
+							 readOnlyTree, context, params, queryEnv, dest, qc);
 	if (sets == 0)
 		return;
 	for (int set = 0; set < (int) NUM_SETS; set++)

@@ -30,6 +30,7 @@
 #include "utils/relcache.h"
 
 #include "citus.h"
+#include "process_utility.h"
 
 /* The prefix of the publications of Citus's shard splits */
 #define SPLIT_PUBLICATION_PREFIX "citus_shard_split_publication_"
@@ -100,12 +101,8 @@ splits_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 {
 	if (IsA(pstmt->utilityStmt, CreatePublicationStmt))
 		check_split_publication((CreatePublicationStmt *) pstmt->utilityStmt);
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-							queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
+	ordering_process_utility(prev_ProcessUtility, pstmt, queryString,
+							 readOnlyTree, context, params, queryEnv, dest, qc);
 }
 
 /*

@@ -357,7 +357,9 @@ ordering_launcher_main(Datum main_arg)
 /*
  * Remove the statistics files of this database's prepared transactions
  * that ended without taking them back (stats.h).  Runs whether or not the
- * extension is installed: it may have been dropped since.
+ * extension is installed: it may have been dropped since.  Reads
+ * pg_prepared_xacts only when pg_stat/ holds such a file: most sweeps find
+ * none.
  */
 static void
 forget_prepared_orphans(void)
@@ -366,6 +368,8 @@ forget_prepared_orphans(void)
 	List	   *gids = NIL;
 	int			ret;
 
+	if (!stats_prepared_any_file())
+		return;
 	ret = SPI_execute_plan(ordering_prepare_once(&plan,
 												 "SELECT gid FROM pg_catalog.pg_prepared_xacts",
 												 0, NULL, 0),

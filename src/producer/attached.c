@@ -263,8 +263,64 @@ registered_stream(Relation rel, bool *wake_relays)
 	return stream;
 }
 
+/*
+ * A test of the catalog rows of one OID, which it reads from "scan", with
+ * the argument its caller gave (catalog_first_of())
+ */
+typedef bool (*CatalogRowsTest) (SysScanDesc scan, void *arg);
+
+/*
+ * The first of "oids" whose rows in catalog "catalog_id" (those whose
+ * "attno" equals it) pass "test", or InvalidOid.  "index_id" is an index
+ * of the catalog that leads with "attno".
+ */
+static Oid
+catalog_first_of(Oid catalog_id, Oid index_id, AttrNumber attno, List *oids,
+				 CatalogRowsTest test, void *arg)
+{
+	Relation	catalog = table_open(catalog_id, AccessShareLock);
+	ListCell   *lc;
+	Oid			found = InvalidOid;
+
+	foreach(lc, oids)
+	{
+		ScanKeyData key;
+		SysScanDesc scan;
+		bool		passed;
+
+		ScanKeyInit(&key, attno, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(lfirst_oid(lc)));
+		scan = systable_beginscan(catalog, index_id, true, NULL, 1, &key);
+		passed = test(scan, arg);
+		systable_endscan(scan);
+		if (passed)
+		{
+			found = lfirst_oid(lc);
+			break;
+		}
+	}
+	table_close(catalog, AccessShareLock);
+	return found;
+}
+
 /* A test of one catalog row (catalog_row_of_any()) */
 typedef bool (*CatalogRowTest) (HeapTuple tuple);
+
+/*
+ * Does a row read from "scan" pass the CatalogRowTest "arg" points to (NULL:
+ * any row)?
+ */
+static bool
+some_row_passes(SysScanDesc scan, void *arg)
+{
+	CatalogRowTest test = *(CatalogRowTest *) arg;
+	HeapTuple	tuple;
+
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		if (test == NULL || test(tuple))
+			return true;
+	return false;
+}
 
 /*
  * Has catalog "catalog_id" a row, passing "test" (NULL: any row), whose
@@ -275,27 +331,8 @@ static bool
 catalog_row_of_any(Oid catalog_id, Oid index_id, AttrNumber attno,
 				   List *oids, CatalogRowTest test)
 {
-	Relation	catalog = table_open(catalog_id, AccessShareLock);
-	ListCell   *lc;
-	bool		found = false;
-
-	foreach(lc, oids)
-	{
-		ScanKeyData key;
-		SysScanDesc scan;
-		HeapTuple	tuple;
-
-		ScanKeyInit(&key, attno, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(lfirst_oid(lc)));
-		scan = systable_beginscan(catalog, index_id, true, NULL, 1, &key);
-		while (!found && HeapTupleIsValid(tuple = systable_getnext(scan)))
-			found = test == NULL || test(tuple);
-		systable_endscan(scan);
-		if (found)
-			break;
-	}
-	table_close(catalog, AccessShareLock);
-	return found;
+	return OidIsValid(catalog_first_of(catalog_id, index_id, attno, oids,
+									   some_row_passes, &test));
 }
 
 /*
@@ -671,93 +708,166 @@ attached_sequencing_trigger(Relation rel)
  * that insert through it: partition routing opens a partition only when a
  * row goes there, with nothing of ours in between, so a partition whose
  * sequencing trigger alone is disabled is found by reading pg_trigger.
- * Kept until the next relcache invalidation of any relation (a partition's
- * trigger changes, or a partition is attached, invalidate the partition,
- * not the table inserted into), so an INSERT pays a hash lookup.
+ * Kept until a relcache invalidation of the table or of one of its
+ * partitions at any depth: a partition's trigger created, dropped, enabled
+ * or disabled invalidates the partition, and a partition attached, created
+ * or detached invalidates the table it is a partition of, which is one of
+ * these.  So an INSERT pays a hash lookup, and the invalidations that
+ * autovacuum and ANALYZE send for other relations leave the verdict alone.
  */
 typedef struct PartitionsEntry
 {
 	Oid			relid;			/* hash key: the partitioned table */
-	uint64		generation;		/* partitions_generation when decided */
+	bool		valid;			/* false: read again */
 	Oid			incomplete;		/* a partition attached incompletely, or
 								 * InvalidOid */
+	int			npartitions;
+	Oid		   *partitions;		/* its partitions when read, sorted, in
+								 * TopMemoryContext */
 } PartitionsEntry;
 
 static HTAB *partitions_cache = NULL;
-static uint64 partitions_generation = 0;
 
-static void
-partitions_relcache_callback(Datum arg, Oid relid)
+/* True while an entry is read; then whether an invalidation came meanwhile */
+static bool partitions_reading = false;
+static bool partitions_read_stale = false;
+
+/*
+ * Is the verdict of "entry" about relation "relid"?
+ */
+static bool
+partitions_entry_covers(PartitionsEntry *entry, Oid relid)
 {
-	partitions_generation++;
+	return entry->relid == relid ||
+		(entry->npartitions > 0 &&
+		 bsearch(&relid, entry->partitions, entry->npartitions, sizeof(Oid),
+				 oid_cmp) != NULL);
 }
 
 /*
- * Are the triggers of one relation, as pg_trigger has them, those of a
- * table attached incompletely: its sequencing trigger enabled otherwise
- * than a companion?  (attached_check_insert() decides the same from a
- * relation's trigger descriptor.)
+ * Forget the verdicts about a relation whose relcache entry is invalidated
+ * (or all of them).  One that arrives while an entry is read may be about
+ * a partition not listed yet, so that entry is read again next time.
+ */
+static void
+partitions_relcache_callback(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	PartitionsEntry *entry;
+
+	if (partitions_reading)
+		partitions_read_stale = true;
+	hash_seq_init(&status, partitions_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (entry->valid &&
+			(!OidIsValid(relid) || partitions_entry_covers(entry, relid)))
+			entry->valid = false;
+}
+
+/*
+ * A relation's triggers that attach() created, seen one (function, enabled)
+ * pair at a time, in name order: how its sequencing trigger is enabled (the
+ * first, were there several), and its companions'.
+ */
+typedef struct AttachTriggers
+{
+	bool		has_sequence;
+	char		sequence_enabled;
+	bool		has_companion;
+	char		companion_enabled;	/* the first companion's */
+	bool		companions_differ;	/* from each other */
+} AttachTriggers;
+
+/*
+ * Add one of a relation's triggers to what "seen" holds.
+ */
+static void
+attach_triggers_add(AttachTriggers *seen, Oid tgfoid, char tgenabled)
+{
+	if (tgfoid == sequence_trigger_fn && !seen->has_sequence)
+	{
+		seen->has_sequence = true;
+		seen->sequence_enabled = tgenabled;
+	}
+	else if (tgfoid == sequence_stored_fn || tgfoid == sequence_guard_fn)
+	{
+		if (!seen->has_companion)
+			seen->companion_enabled = tgenabled;
+		else if (tgenabled != seen->companion_enabled)
+			seen->companions_differ = true;
+		seen->has_companion = true;
+	}
+}
+
+/*
+ * Is a relation with these triggers attached incompletely: its sequencing
+ * trigger enabled otherwise than a companion?  (A companion missing is
+ * check_companions()'s business, when the sequencing trigger fires.)
  */
 static bool
-catalog_incomplete(Relation pg_trigger, Oid relid)
+attach_triggers_incomplete(const AttachTriggers *seen)
 {
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	char		sequence_enabled = TRIGGER_DISABLED;
-	bool		has_sequence = false;
-	char		companion_enabled[2];
-	int			companions = 0;
+	return seen->has_sequence && seen->has_companion &&
+		(seen->companions_differ ||
+		 seen->companion_enabled != seen->sequence_enabled);
+}
 
-	ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(relid));
-	scan = systable_beginscan(pg_trigger, TriggerRelidNameIndexId, true,
-							  NULL, 1, &key);
+/*
+ * Are the triggers of one relation, read from "scan" of pg_trigger,
+ * those of a table attached incompletely?
+ */
+static bool
+catalog_incomplete(SysScanDesc scan, void *arg)
+{
+	AttachTriggers seen = {0};
+	HeapTuple	tuple;
+
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		Form_pg_trigger t = (Form_pg_trigger) GETSTRUCT(tuple);
 
-		if (t->tgfoid == sequence_trigger_fn)
-		{
-			has_sequence = true;
-			sequence_enabled = t->tgenabled;
-		}
-		else if ((t->tgfoid == sequence_stored_fn ||
-				  t->tgfoid == sequence_guard_fn) && companions < 2)
-			companion_enabled[companions++] = t->tgenabled;
+		attach_triggers_add(&seen, t->tgfoid, t->tgenabled);
 	}
-	systable_endscan(scan);
-	for (int i = 0; i < companions; i++)
-		if (has_sequence && companion_enabled[i] != sequence_enabled)
-			return true;
-	return false;
+	return attach_triggers_incomplete(&seen);
 }
 
 /*
- * A partition (at any depth) of partitioned table "relid" that is attached
- * incompletely, or InvalidOid.  Read in pg_trigger, since the partitions
- * are not locked yet: the statement locks those it routes rows to.
+ * Read the verdict of "entry": its table's partitions (at any depth) and
+ * the first of them attached incompletely.  Read in pg_trigger, since the
+ * partitions are not locked yet: the statement locks those it routes rows
+ * to.
  */
-static Oid
-incomplete_partition(Oid relid)
+static void
+partitions_read(PartitionsEntry *entry)
 {
-	List	   *partitions = find_all_inheritors(relid, NoLock, NULL);
-	Relation	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	List	   *partitions;
 	ListCell   *lc;
-	Oid			found = InvalidOid;
+	int			n = 0;
 
+	partitions_reading = true;
+	partitions_read_stale = false;
+	partitions = find_all_inheritors(entry->relid, NoLock, NULL);
+	/* the table's own triggers are looked at by the caller */
+	partitions = list_delete_oid(partitions, entry->relid);
+	entry->incomplete = catalog_first_of(TriggerRelationId,
+										 TriggerRelidNameIndexId,
+										 Anum_pg_trigger_tgrelid, partitions,
+										 catalog_incomplete, NULL);
+	if (entry->partitions != NULL)
+		pfree(entry->partitions);
+	entry->partitions = NULL;
+	entry->npartitions = 0;
+	if (partitions != NIL)
+		entry->partitions = MemoryContextAlloc(TopMemoryContext,
+											   list_length(partitions) * sizeof(Oid));
 	foreach(lc, partitions)
-	{
-		if (lfirst_oid(lc) != relid &&
-			catalog_incomplete(pg_trigger, lfirst_oid(lc)))
-		{
-			found = lfirst_oid(lc);
-			break;
-		}
-	}
-	table_close(pg_trigger, AccessShareLock);
+		entry->partitions[n++] = lfirst_oid(lc);
+	if (n > 1)
+		qsort(entry->partitions, n, sizeof(Oid), oid_cmp);
+	entry->npartitions = n;
 	list_free(partitions);
-	return found;
+	entry->valid = !partitions_read_stale;
+	partitions_reading = false;
 }
 
 /*
@@ -789,20 +899,21 @@ check_partitions(Relation rel)
 		CacheRegisterRelcacheCallback(partitions_relcache_callback, (Datum) 0);
 	}
 	entry = hash_search(partitions_cache, &relid, HASH_ENTER, &found);
-	if (!found || entry->generation != partitions_generation)
+	if (!found)
 	{
-		/* an invalidation while reading makes the next statement read again */
-		entry->generation = partitions_generation;
-		entry->incomplete = InvalidOid;
-		entry->incomplete = incomplete_partition(relid);
+		entry->valid = false;
+		entry->npartitions = 0;
+		entry->partitions = NULL;
 	}
+	if (!entry->valid)
+		partitions_read(entry);
 	if (!OidIsValid(entry->incomplete))
 		return;
 	name = get_rel_name(entry->incomplete);
 	if (name != NULL)
 		refuse_incomplete_named(name);
 	/* dropped since: read again next time */
-	entry->generation = partitions_generation - 1;
+	entry->valid = false;
 }
 
 /*
@@ -816,8 +927,7 @@ check_partitions(Relation rel)
 void
 attached_check_insert(Relation rel, TriggerDesc *trigdesc)
 {
-	char		sequence_enabled = TRIGGER_DISABLED;
-	bool		has_sequence = false;
+	AttachTriggers seen = {0};
 
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 		check_partitions(rel);
@@ -826,22 +936,11 @@ attached_check_insert(Relation rel, TriggerDesc *trigdesc)
 	lookup_trigger_fns();
 	if (!OidIsValid(sequence_trigger_fn))
 		return;
-	for (int i = 0; i < trigdesc->numtriggers && !has_sequence; i++)
-		if (trigdesc->triggers[i].tgfoid == sequence_trigger_fn)
-		{
-			has_sequence = true;
-			sequence_enabled = trigdesc->triggers[i].tgenabled;
-		}
-	if (!has_sequence)
-		return;
 	for (int i = 0; i < trigdesc->numtriggers; i++)
-	{
-		Trigger    *t = &trigdesc->triggers[i];
-
-		if ((t->tgfoid == sequence_stored_fn || t->tgfoid == sequence_guard_fn) &&
-			t->tgenabled != sequence_enabled)
-			refuse_incomplete(rel);
-	}
+		attach_triggers_add(&seen, trigdesc->triggers[i].tgfoid,
+							trigdesc->triggers[i].tgenabled);
+	if (attach_triggers_incomplete(&seen))
+		refuse_incomplete(rel);
 }
 
 /*

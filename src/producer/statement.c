@@ -18,6 +18,7 @@
 
 #include "compat.h"
 #include "producer.h"
+#include "process_utility.h"
 
 static ExecutorRun_hook_type prev_ExecutorRun = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
@@ -243,13 +244,9 @@ process_utility(void *arg)
 {
 	ProcessUtilityArgs *a = (ProcessUtilityArgs *) arg;
 
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(a->pstmt, a->queryString, a->readOnlyTree,
-							a->context, a->params, a->queryEnv, a->dest, a->qc);
-	else
-		standard_ProcessUtility(a->pstmt, a->queryString, a->readOnlyTree,
-								a->context, a->params, a->queryEnv, a->dest,
-								a->qc);
+	ordering_process_utility(prev_ProcessUtility, a->pstmt, a->queryString,
+							 a->readOnlyTree, a->context, a->params,
+							 a->queryEnv, a->dest, a->qc);
 }
 
 /*

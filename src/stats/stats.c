@@ -21,6 +21,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "process_utility.h"
 #include "settings.h"
 #include "sketch.h"
 #include "stats.h"
@@ -901,12 +902,8 @@ stats_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		stmt = (TransactionStmt *) pstmt->utilityStmt;
 	if (stmt != NULL && stmt->kind == TRANS_STMT_PREPARE)
 		strlcpy(preparing_gid, stmt->gid, sizeof(preparing_gid));
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-							queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
+	ordering_process_utility(prev_ProcessUtility, pstmt, queryString,
+							 readOnlyTree, context, params, queryEnv, dest, qc);
 	if (stmt != NULL && (stmt->kind == TRANS_STMT_COMMIT_PREPARED ||
 						 stmt->kind == TRANS_STMT_ROLLBACK_PREPARED))
 		prepared_finish(stmt->gid, stmt->kind == TRANS_STMT_COMMIT_PREPARED);

@@ -120,8 +120,10 @@ extern void ordering_stats_hot_resource(char kind, const char *name,
  * Remove the files in which the counts of this database's transactions
  * prepared for two-phase commit waited, when their transaction is no longer
  * among "prepared" (a List of GIDs) at two calls in a row
- * (stats_prepared.c); the gap sweeper calls it once per sweep.
+ * (stats_prepared.c); the gap sweeper calls it once per sweep in which
+ * stats_prepared_any_file() found a file of them in pg_stat/.
  */
+extern bool stats_prepared_any_file(void);
 extern void stats_prepared_forget_orphans(List *prepared);
 
 #endif							/* ORDERING_STATS_H */

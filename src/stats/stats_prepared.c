@@ -285,6 +285,33 @@ name_listed(List *names, const char *name)
 }
 
 /*
+ * Does pg_stat/ hold a file of ours (one of any database, or a temporary
+ * one)?  A directory read, far cheaper than asking which transactions are
+ * prepared, which the caller then need not do.  Finding none, it forgets
+ * the files found orphaned before: gone, and a file of the same name
+ * written later is a new one, to be found orphaned twice like any other.
+ * Never raises.
+ */
+bool
+stats_prepared_any_file(void)
+{
+	DIR		   *dir = AllocateDir(PREPARED_DIR);
+	struct dirent *de;
+	bool		found = false;
+
+	while (!found && (de = ReadDirExtended(dir, PREPARED_DIR, LOG)) != NULL)
+		found = strncmp(de->d_name, PREPARED_PREFIX,
+						strlen(PREPARED_PREFIX)) == 0;
+	FreeDir(dir);
+	if (!found)
+	{
+		list_free_deep(orphans_seen);
+		orphans_seen = NIL;
+	}
+	return found;
+}
+
+/*
  * Remove the files of this database whose GID is not "prepared" (the GIDs
  * of the transactions prepared now, read after the caller's snapshot),
  * and the temporary files left by a PREPARE that stopped half-way.  A

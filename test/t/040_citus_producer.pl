@@ -358,7 +358,7 @@ is(sql($coord, q{SELECT max(seq) FROM traced WHERE resource_id = 'tr1'}), '7',
 sql($coord, q{SELECT ordering.detach('traced'); DROP TABLE traced;});
 
 # restore mode on every node: pre_restore() on the coordinator switches it
-# on everywhere (Citus propagates ALTER DATABASE ... SET to the workers);
+# on everywhere (Citus runs ALTER DATABASE ... SET on the workers);
 # rows carry their numbers; post_restore() on the coordinator raises the
 # counters of the distributed stream and switches it off everywhere
 sql($coord, q{SELECT ordering.pre_restore()});
@@ -448,23 +448,13 @@ sql($coord, q{
 	CREATE ROLE relay LOGIN;
 	GRANT SELECT, UPDATE ON events TO relay;
 });
-# the extension's own objects are each node's: grants on them, on every
-# node (on a worker, without Citus's propagation, which only the coordinator
-# may do), as docs/citus.md says
-sub grant_roles
-{
-	my ($node) = @_;
-	sql($node, q{
-		SET citus.enable_ddl_propagation = off;
-		SELECT ordering.grant_producer('producer');
-		SELECT ordering.grant_producer('relay');
-		GRANT EXECUTE ON FUNCTION ordering.claim_unpublished(anyelement, integer),
-		      ordering.mark_published(regclass, bigint[]),
-		      ordering.relay_nodes(regclass) TO relay;
-	});
-	return;
-}
-$cluster->each_node(\&grant_roles);
+# the producer set, which includes what a relay calls, by the grant
+# functions on the coordinator: every node gets it, nodes added later
+# included, as docs/citus.md says
+sql($coord, q{
+	SELECT ordering.grant_producer('producer');
+	SELECT ordering.grant_producer('relay');
+});
 my %relay_nodes;
 sub relay_node
 {
@@ -497,12 +487,15 @@ sql($coord, q{
 	SELECT create_distributed_table('owned_stream', 'resource_id', colocate_with => 'events');
 	SELECT ordering.attach('owned_stream');
 	ALTER TABLE owned_stream OWNER TO stream_owner;
+	SELECT ordering.grant_producer('stream_owner');
 });
+# intruder gets its set as 1.2 said: on every node, with Citus's propagation
+# off, which gives it on that node only (docs/citus.md) and still works: it
+# acts below on the coordinator and on a worker
 $cluster->each_node(sub {
 	my ($node) = @_;
 	sql($node, q{
 		SET citus.enable_ddl_propagation = off;
-		SELECT ordering.grant_producer('stream_owner');
 		SELECT ordering.grant_producer('intruder');
 	});
 });
@@ -794,8 +787,15 @@ during_load('non-blocking split onto another node',
 	             WHERE shardid = $shard2) / 2)::text], ARRAY[$other, $other], 'force_logical')});
 continues('a non-blocking split');
 
+# Citus copies the database's settings (ALTER DATABASE ... SET on the
+# coordinator) to a node it adds (docs/citus.md, "Settings on a cluster")
+sql($coord, q{ALTER DATABASE postgres SET ordering.max_parked_per_resource = 5});
 my $w3 = $cluster->add_worker;
-grant_roles($w3);
+is(sql($w3, q{SHOW ordering.max_parked_per_resource}), '5',
+	'a node added later has the settings of ALTER DATABASE ... SET');
+sql($coord, q{ALTER DATABASE postgres RESET ordering.max_parked_per_resource});
+is(sql($w3, q{SHOW ordering.max_parked_per_resource}), sql($w1, q{SHOW ordering.max_parked_per_resource}),
+	'and its RESET');
 relay_node($w3);
 $cluster->clean_orphans;
 during_load('rebalance onto a third node',

@@ -632,7 +632,7 @@ like($err, qr/0A000: a handler of distributed consumer "tx" cannot call the cons
 	'a handler calling for another resource is refused (0A000)');
 
 # the parking cap of the node that runs the call: SQLSTATE 54000 comes back
-# (Citus propagates ALTER DATABASE ... SET to the workers)
+# (Citus runs ALTER DATABASE ... SET on the workers)
 sql($coord, q{ALTER DATABASE postgres SET ordering.max_parked_per_resource = 2});
 ($code, $out, $err) = $coord->psql('postgres', q{
 	\set VERBOSITY verbose
@@ -651,19 +651,15 @@ sql($coord, q{ALTER DATABASE postgres RESET ordering.max_parked_per_resource});
 # nor read or write its tables; a role with the consumer set consumes
 # (through the coordinator, where the calls are made), and reads the
 # tables, but writes them through the functions only, as ordering.positions
-# on one node.  The roles get their sets on every node before the consumer
-# is distributed (docs/citus.md).
+# on one node.  The roles get their sets from the grant functions on the
+# coordinator before the consumer is distributed (docs/citus.md).
 sql($coord, q{
 	CREATE ROLE priv_consumer LOGIN;
 	CREATE ROLE priv_producer LOGIN;
 });
-$cluster->each_node(sub {
-	my ($node) = @_;
-	sql($node, q{
-		SET citus.enable_ddl_propagation = off;
-		SELECT ordering.grant_consumer('priv_consumer');
-		SELECT ordering.grant_producer('priv_producer');
-	});
+sql($coord, q{
+	SELECT ordering.grant_consumer('priv_consumer');
+	SELECT ordering.grant_producer('priv_producer');
 });
 # the coordinator has shards since the tests above: a projection of its own
 # gets one there too
