@@ -51,12 +51,12 @@ typedef struct ReconcileSide
 static const ReconcileSide BILLING_NEWER_ONLY = {
 	"billing", "plan:",
 	"SELECT count(*) FROM " BILLING_VERSIONS,
-	"SELECT ordering.resource_bucket(v.resource_id, $2::integer) AS bucket, count(*) AS resources, "
+	"SELECT ordering_internal.resource_bucket(v.resource_id, $2::integer) AS bucket, count(*) AS resources, "
 	"       sum(v.version) AS seq_sum, "
-	"       bit_xor(ordering.resource_fingerprint(v.resource_id, v.version)) AS fingerprint "
+	"       bit_xor(ordering_internal.resource_fingerprint(v.resource_id, v.version)) AS fingerprint "
 	"FROM " BILLING_VERSIONS " GROUP BY 1",
 	"SELECT v.resource_id, v.version AS position FROM " BILLING_VERSIONS " "
-	"WHERE ordering.resource_bucket(v.resource_id, $1::integer) = ANY ($2::integer[])",
+	"WHERE ordering_internal.resource_bucket(v.resource_id, $1::integer) = ANY ($2::integer[])",
 };
 static const ReconcileSide BILLING = {"billing", "plan:", NULL, NULL, NULL};
 static const ReconcileSide LEDGER = {"ledger", "seats:", NULL, NULL, NULL};

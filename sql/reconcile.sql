@@ -25,34 +25,34 @@ SELECT s FROM (VALUES (1::bigint), (2), (255), (256), (1000000007), (-1),
                       (9223372036854775807), (-9223372036854775808)) v(s);
 
 SELECT pg_catalog.count(*) AS ids,
-       pg_catalog.count(*) FILTER (WHERE ordering.resource_bucket(r, b) IS DISTINCT FROM
+       pg_catalog.count(*) FILTER (WHERE ordering_internal.resource_bucket(r, b) IS DISTINCT FROM
            ((('x' || pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(r, 'UTF8')), 1, 4), 'hex'))::bit(32)::bigint
              & 4294967295) * b >> 32)::integer) AS buckets_differing
   FROM ids, (VALUES (1), (7), (1024), (2147483647)) v(b);
 
 SELECT pg_catalog.count(*) AS pairs,
-       pg_catalog.count(*) FILTER (WHERE ordering.resource_fingerprint(r, s) IS DISTINCT FROM
+       pg_catalog.count(*) FILTER (WHERE ordering_internal.resource_fingerprint(r, s) IS DISTINCT FROM
            ('x' || pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(r, 'UTF8') || pg_catalog.int8send(s)), 1, 8), 'hex'))::bit(64)::bigint)
            AS fingerprints_differing
   FROM ids, seqs;
 
 -- every bucket is in 0 .. n - 1, and they spread: 500 ids over 8 buckets
-SELECT ordering.resource_bucket(r, 8) AS bucket, pg_catalog.count(*) BETWEEN 40 AND 85 AS about_an_eighth
+SELECT ordering_internal.resource_bucket(r, 8) AS bucket, pg_catalog.count(*) BETWEEN 40 AND 85 AS about_an_eighth
   FROM ids WHERE r LIKE 'r%' GROUP BY 1 ORDER BY 1;
 -- buckets nest: with 64 buckets, bucket b lies inside bucket b / 4 of 16
-SELECT pg_catalog.count(*) FILTER (WHERE ordering.resource_bucket(r, 64) / 4
-                                   <> ordering.resource_bucket(r, 16)) AS not_nested
+SELECT pg_catalog.count(*) FILTER (WHERE ordering_internal.resource_bucket(r, 64) / 4
+                                   <> ordering_internal.resource_bucket(r, 16)) AS not_nested
   FROM ids;
 -- the fingerprint changes with the seq, and with the resource
-SELECT pg_catalog.count(DISTINCT ordering.resource_fingerprint(r, s)) = pg_catalog.count(*) AS all_distinct
+SELECT pg_catalog.count(DISTINCT ordering_internal.resource_fingerprint(r, s)) = pg_catalog.count(*) AS all_distinct
   FROM ids, seqs;
 
 -- bad input
-SELECT ordering.resource_bucket('a', 0);
-SELECT ordering.resource_bucket('a', -5);
-SELECT ordering.resource_bucket(NULL, 8) IS NULL AS strict_bucket,
-       ordering.resource_fingerprint(NULL, 1) IS NULL AS strict_fingerprint,
-       ordering.resource_fingerprint('a', NULL) IS NULL AS strict_fingerprint_seq;
+SELECT ordering_internal.resource_bucket('a', 0);
+SELECT ordering_internal.resource_bucket('a', -5);
+SELECT ordering_internal.resource_bucket(NULL, 8) IS NULL AS strict_bucket,
+       ordering_internal.resource_fingerprint(NULL, 1) IS NULL AS strict_fingerprint,
+       ordering_internal.resource_fingerprint('a', NULL) IS NULL AS strict_fingerprint_seq;
 
 -------------------------------------------------------------------------------
 -- A producer and a consumer in sync summarise identically.
@@ -113,7 +113,7 @@ SELECT COALESCE(p.bucket, c.bucket) AS bucket
 SELECT pg_catalog.array_agg(bucket ORDER BY bucket) AS differing_buckets FROM differing;
 -- the resources of those buckets, and only those, are looked at: rc-7,
 -- alone in its bucket and in sync, is not
-SELECT r, ordering.resource_bucket(r, 16) AS bucket
+SELECT r, ordering_internal.resource_bucket(r, 16) AS bucket
   FROM pg_catalog.unnest('{rc-1,rc-2,rc-3,rc-4,rc-5,rc-6,rc-7,rc-8,rc-9}'::text[]) r ORDER BY 1;
 
 -- the consumer's side of those buckets
@@ -222,7 +222,7 @@ SELECT * FROM ordering.reconcile('[{"resource_id": "rd-1", "position": 0}]', 4, 
 SELECT * FROM ordering.reconcile(pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
            'resource_id', 'rc-7', 'position', 4)), 4,
        ARRAY(SELECT b FROM pg_catalog.generate_series(0, 3) b
-              WHERE b <> ordering.resource_bucket('rc-7', 4)), resource_prefix => 'rc-');
+              WHERE b <> ordering_internal.resource_bucket('rc-7', 4)), resource_prefix => 'rc-');
 SELECT * FROM ordering.reconcile('[{"position": 4}]', 4, '{0,1,2,3}');
 
 -- Event types: a state consumer that reads only the PlanChanged events of
@@ -328,8 +328,8 @@ DROP SCHEMA rc_evil CASCADE;
 CREATE ROLE regress_rc_nobody;
 GRANT USAGE ON SCHEMA ordering TO regress_rc_nobody;
 SET ROLE regress_rc_nobody;
-SELECT ordering.resource_bucket('a', 4);
-SELECT ordering.resource_fingerprint('a', 4);
+SELECT ordering_internal.resource_bucket('a', 4);
+SELECT ordering_internal.resource_fingerprint('a', 4);
 SELECT * FROM ordering.stream_summary();
 SELECT * FROM ordering.consumer_summary('rc');
 SELECT * FROM ordering.consumer_state('rc', 4, '{0}');
@@ -346,8 +346,8 @@ DROP ROLE regress_rc_nobody;
 CREATE ROLE regress_rc_producer;
 CREATE ROLE regress_rc_consumer;
 GRANT USAGE ON SCHEMA ordering TO regress_rc_producer, regress_rc_consumer;
-GRANT EXECUTE ON FUNCTION ordering.resource_bucket(text, integer),
-    ordering.resource_fingerprint(text, bigint),
+GRANT EXECUTE ON FUNCTION ordering_internal.resource_bucket(text, integer),
+    ordering_internal.resource_fingerprint(text, bigint),
     ordering_internal.reconcile_check_arguments(integer, text)
     TO regress_rc_producer, regress_rc_consumer;
 GRANT EXECUTE ON FUNCTION ordering_internal.reconcile_check_stream(text, text[]),

@@ -11,6 +11,11 @@ SELECT p.oid::regprocedure AS function, pg_get_function_result(p.oid) AS result
  WHERE p.pronamespace = 'ordering'::regnamespace
  ORDER BY p.oid::regprocedure::text COLLATE "C";
 
+-- At most 40 names, overloads counted once: what a user must learn.
+SELECT count(DISTINCT p.proname) AS names, count(DISTINCT p.proname) <= 40 AS at_most_40
+  FROM pg_proc p
+ WHERE p.pronamespace = 'ordering'::regnamespace;
+
 -- Functions that PUBLIC may execute, in both schemas: each says why in its
 -- definition (sql/definitions/): it reads only the catalog or nothing, does
 -- only what its caller may do anyway, or checks the caller's rights itself.
@@ -57,7 +62,9 @@ SELECT f, to_regprocedure(f) IS NULL AS gone
                     'ordering.sequence_stored()', 'ordering.sequence_stored_trigger()',
                     'ordering.sequence_guard()', 'ordering.distributed_open_gaps()',
                     'ordering.mark_published_on_node(regclass, bigint[])',
-                    'ordering.claim_unpublished_on_node(anyelement, integer)']) f;
+                    'ordering.claim_unpublished_on_node(anyelement, integer)',
+                    'ordering.resource_bucket(text, integer)',
+                    'ordering.resource_fingerprint(text, bigint)']) f;
 
 -- The two claims: with one argument, typed or not (lib/pq and node-postgres
 -- send parameters untyped), the claim of ordering.outbox; with a row of an

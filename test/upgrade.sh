@@ -20,8 +20,10 @@
 #    gives a role each privilege set, in a database of its own.  Without
 #    the git history it says so and uses the current build's library with
 #    the old version's SQL.  Of the previous version (1.2) it takes dumps
-#    (custom and plain) of the filled database, of the roles' database, and
-#    of a database created at 1.0, given the sets there and updated to 1.2.
+#    (custom and plain) of the filled database, of the roles' database, of
+#    a database created at 1.0, given the sets there and updated to 1.2,
+#    and of one with a view and an index of a user's that call functions
+#    1.3 moves (test/upgrade/user_calls.sql).
 # 2. Installs the current build into the same copy, starts the servers
 #    again, runs ALTER EXTENSION ordering UPDATE in every database, and
 #    checks that every row survived and that producing and consuming
@@ -38,7 +40,9 @@
 # 5. The dumps of the previous version restore into the current one as
 #    docs/restore.md says: the filled database then has the schema of a new
 #    install, its state, and producing and consuming continue (verify*.sql);
-#    the roles hold what a new install gives them.
+#    the roles hold what a new install gives them; the user's view and
+#    index work, post_restore() keeps what they call under its 1.2 name
+#    with a WARNING until they are made again, then drops it.
 # 6. Runs the regression suite (REGRESS of the Makefile) with pg_regress
 #    --use-existing against each version's other database, created at that
 #    version and updated.
@@ -65,6 +69,7 @@ FRESH_DB=upgrade_fresh
 FRESH_ROLES_DB=upgrade_roles_fresh
 DAMAGED_DB=upgrade_damaged
 VIA10_DB=upgrade_roles_via10
+USER_CALLS_DB=upgrade_user_calls
 
 if [ "$PG_MAJOR" = 15 ]; then
 	versions="1.0 1.1 1.2"
@@ -174,6 +179,59 @@ verify_state() {
 	fi
 }
 
+# The user's view and index of user_calls.sql work, and call the functions
+# where they are now.
+user_calls_follow() {
+	local v=$1 db=$2 what=$3 def
+	psql_db "$v" "$db" -f "$SANDBOX/src/test/upgrade/user_calls_verify.sql"
+	def=$(psql_db "$v" "$db" -Atc "SELECT pg_get_viewdef('user_account_buckets') || pg_get_indexdef('user_accounts_fingerprint'::regclass)")
+	if [[ "$def" == *"ordering.resource_"* ]]; then
+		echo "upgrade: the view or index of $what still calls ordering.resource_*: $def" >&2
+		false
+	fi
+}
+
+# A dump of user_calls.sql's database restored: the view works on the
+# copies of the functions under their 1.2 names, which post_restore() keeps
+# with a WARNING naming what uses them; made again as docs/restore.md says,
+# the next post_restore() drops them, leaving the schema of a new install.
+user_calls_restored() {
+	local v=$1 db=$2 out f
+	out=$(psql_db "$v" "$db" -Atc "SELECT ordering.post_restore()" 2>&1)
+	for f in 'resource_bucket(text,integer) is kept: .*view public.user_account_buckets' \
+		'resource_fingerprint(text,bigint) is kept: .*index public.user_accounts_fingerprint'; do
+		if ! grep -q "WARNING:  function ordering.$f" <<<"$out"; then
+			echo "upgrade: post_restore() in $db did not say: ordering.$f: $out" >&2
+			false
+		fi
+	done
+	psql_db "$v" "$db" -Atc "SELECT count(*) FROM ((TABLE user_account_buckets_at_12 EXCEPT TABLE user_account_buckets)
+	                                 UNION ALL (TABLE user_account_buckets EXCEPT TABLE user_account_buckets_at_12)) d" |
+		grep -qx 0 || { echo "upgrade: user_account_buckets in $db gives other rows than at $v" >&2; false; }
+	out=$(psql_db "$v" "$db" 2>&1 <<-'SQL'
+		CREATE OR REPLACE VIEW user_account_buckets AS
+		SELECT ordering_internal.resource_bucket(id, 16) AS bucket, count(*) AS accounts,
+		       bit_xor(ordering_internal.resource_fingerprint(id, version)) AS fingerprint
+		  FROM user_accounts
+		 GROUP BY 1;
+		DROP INDEX user_accounts_fingerprint;
+		CREATE INDEX user_accounts_fingerprint ON user_accounts (ordering_internal.resource_fingerprint(id, version));
+		SELECT ordering.post_restore();
+	SQL
+	)
+	if [[ "$out" == *WARNING* ]]; then
+		echo "upgrade: post_restore() in $db after the view and index were made again: $out" >&2
+		false
+	fi
+	psql_db "$v" "$db" -f "$SANDBOX/src/test/upgrade/schema.sql" >"$SANDBOX/schema-$db.txt"
+	if ! diff -u --label "fresh install" --label "$db (restored, view and index made again)" \
+		"$SANDBOX/schema-fresh.txt" "$SANDBOX/schema-$db.txt"; then
+		echo "upgrade: $db differs from a fresh install (above)" >&2
+		false
+	fi
+	user_calls_follow "$v" "$db" "$db"
+}
+
 dump_db() {
 	local v=$1 db=$2 format=$3 file=$4
 	as_postgres pg_dump -h "$(sock "$v")" -F "$format" -f "$file" "$db"
@@ -235,7 +293,10 @@ for v in $versions; do
 			-c "SELECT ordering.grant_producer('upgrade_producer'), ordering.grant_consumer('upgrade_consumer'),
 			           ordering.grant_monitor('upgrade_monitor'), ordering.grant_operator('upgrade_operator')" \
 			-c "ALTER EXTENSION ordering UPDATE" >/dev/null
-		for db in "$STATE_DB" "$ROLES_DB" "$VIA10_DB"; do
+		psql_db "$v" postgres -c "CREATE DATABASE $USER_CALLS_DB TEMPLATE template0" >/dev/null
+		psql_db "$v" "$USER_CALLS_DB" -c "CREATE EXTENSION ordering VERSION '$v'" >/dev/null
+		psql_db "$v" "$USER_CALLS_DB" -f "$SANDBOX/src/test/upgrade/user_calls.sql" >/dev/null
+		for db in "$STATE_DB" "$ROLES_DB" "$VIA10_DB" "$USER_CALLS_DB"; do
 			dump_db "$v" "$db" c "$SANDBOX/dump-$v-$db.custom"
 			dump_db "$v" "$db" p "$SANDBOX/dump-$v-$db.sql"
 		done
@@ -270,6 +331,14 @@ for v in $versions; do
 	done
 	echo "upgrade: the databases updated from $v to $cur_version"
 done
+
+# The view and the index of a user's that call functions the update moves
+# follow them.
+if [[ " $versions " == *" $PREVIOUS "* ]]; then
+	psql_db "$PREVIOUS" "$USER_CALLS_DB" -c "ALTER EXTENSION ordering UPDATE"
+	user_calls_follow "$PREVIOUS" "$USER_CALLS_DB" "$USER_CALLS_DB updated from $PREVIOUS"
+	echo "upgrade: a view and an index calling functions that moved follow them through the update from $PREVIOUS"
+fi
 
 # A 1.1 database whose ordering.positions had a column added and dropped
 # again: the update refuses it and changes nothing; the way its hint gives
@@ -363,8 +432,11 @@ if [ "$from_history" -eq 1 ] && [[ " $versions " == *" $PREVIOUS "* ]]; then
 		db=${VIA10_DB}_from_${v//./}_$format
 		restore_dump "$v" "$db" "$SANDBOX/dump-$v-$VIA10_DB.$format"
 		same_privileges "$v" "$db" "$VIA10_DB (1.0, updated to $v) dumped ($format) and restored"
+		db=${USER_CALLS_DB}_from_${v//./}_$format
+		restore_dump "$v" "$db" "$SANDBOX/dump-$v-$USER_CALLS_DB.$format" before
+		user_calls_restored "$v" "$db"
 	done
-	echo "upgrade: dumps of $v (custom with pg_restore -j, plain) restored: the schema of a new install, the state, producing and consuming go on, the roles' privileges"
+	echo "upgrade: dumps of $v (custom with pg_restore -j, plain) restored: the schema of a new install, the state, producing and consuming go on, the roles' privileges, a user's view and index of moved functions"
 fi
 
 # 6. The regression suite on each database created at an old version

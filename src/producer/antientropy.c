@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * antientropy.c
- *	  The two hashes of reconciliation, ordering.resource_bucket() and
- *	  ordering.resource_fingerprint(), defined on bytes (README.md,
- *	  "Reconciliation's hashes").
+ *	  The two hashes of reconciliation, ordering_internal.resource_bucket()
+ *	  and ordering_internal.resource_fingerprint(), defined on bytes
+ *	  (README.md, "Reconciliation's hashes").
  *
  *-------------------------------------------------------------------------
  */
@@ -44,7 +44,8 @@ resource_bytes(text *resource, size_t *len)
 }
 
 /*
- * ordering.resource_bucket(resource_id text, buckets integer) returns integer
+ * ordering_internal.resource_bucket(resource_id text, buckets integer)
+ *		returns integer
  *
  * The bucket, 0 .. buckets - 1, of a resource (README.md).
  */
@@ -70,7 +71,8 @@ ordering_resource_bucket(PG_FUNCTION_ARGS)
 }
 
 /*
- * ordering.resource_fingerprint(resource_id text, seq bigint) returns bigint
+ * ordering_internal.resource_fingerprint(resource_id text, seq bigint)
+ *		returns bigint
  *
  * The 64-bit hash of a (resource, seq) pair (README.md); a bucket's
  * summary is the bit_xor() of the fingerprints of its resources.

@@ -288,8 +288,8 @@ for (my $round = 1; $round <= 60 && $behind != 0; $round++)
 	$republished += sql($coord, qq{
 		CREATE TEMP TABLE differ AS
 		SELECT COALESCE(e.b, a.bucket) AS b
-		  FROM (SELECT ordering.resource_bucket(resource_id, $buckets) AS b, count(*) AS n,
-		               sum(m) AS s, bit_xor(ordering.resource_fingerprint(resource_id, m)) AS f
+		  FROM (SELECT ordering_internal.resource_bucket(resource_id, $buckets) AS b, count(*) AS n,
+		               sum(m) AS s, bit_xor(ordering_internal.resource_fingerprint(resource_id, m)) AS f
 		          FROM (SELECT resource_id, max(seq) AS m FROM truth GROUP BY 1) x GROUP BY 1) e
 		  FULL JOIN ordering.consumer_summary('acct', $buckets) a ON a.bucket = e.b
 		 WHERE a.bucket IS NULL OR e.b IS NULL

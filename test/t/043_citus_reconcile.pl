@@ -104,8 +104,8 @@ is(sql($coord, "SELECT count(*) FILTER (WHERE applied) FROM ordering.apply_batch
 # 1. The producer's summary
 # ---------------------------------------------------------------------------
 my $expected_summary = sql($coord, qq{
-	SELECT ordering.resource_bucket(resource_id, $buckets) AS b, count(*), sum(last),
-	       bit_xor(ordering.resource_fingerprint(resource_id, last))
+	SELECT ordering_internal.resource_bucket(resource_id, $buckets) AS b, count(*), sum(last),
+	       bit_xor(ordering_internal.resource_fingerprint(resource_id, last))
 	  FROM (SELECT resource_id, max(seq) AS last FROM rec_ev GROUP BY resource_id) x
 	 GROUP BY b ORDER BY b});
 for my $node ([ 'the coordinator', $coord ], [ 'a worker', $w1 ])
@@ -130,7 +130,7 @@ sql($coord, q{DELETE FROM ordering.sequences WHERE stream = 'public.rec_ev'});
 # 2. Differing buckets and reconcile() by hand
 # ---------------------------------------------------------------------------
 my $behind_buckets = join(',', sort { $a <=> $b } split /\n/, sql($coord, sprintf(
-	q{SELECT DISTINCT ordering.resource_bucket(r, %d) FROM unnest(ARRAY[%s]) r},
+	q{SELECT DISTINCT ordering_internal.resource_bucket(r, %d) FROM unnest(ARRAY[%s]) r},
 	$buckets, join(',', map { "'$_'" } @behind))));
 my $expected_rows = join("\n", map {
 	sprintf('%s|%d|%d|behind', $_, $lost_from{$_} - 1, $last{$_}) } @behind);
@@ -161,7 +161,7 @@ for my $c ([ 'dc', 'postgres', 'the distributed consumer' ],
 		  FROM ordering.reconcile('$state', $buckets, '{$differing}', stream => 'public.rec_ev')}),
 		sql($coord, qq{
 		SELECT count(*) - 10 || '|0' FROM (SELECT DISTINCT resource_id FROM rec_ev) x
-		 WHERE ordering.resource_bucket(resource_id, $buckets) = ANY ('{$differing}')}),
+		 WHERE ordering_internal.resource_bucket(resource_id, $buckets) = ANY ('{$differing}')}),
 		"$name: the other resources of those buckets are in sync; nothing is republished from a table the extension does not relay");
 }
 

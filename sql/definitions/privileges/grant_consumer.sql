@@ -27,7 +27,8 @@ BEGIN
         'ordering.consumer_summary(text, integer, text), '
         'ordering.consumer_state(text, integer, integer[], text), '
         'ordering_internal.reconcile_check_arguments(integer, text), '
-        'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint), '
+        'ordering_internal.resource_bucket(text, integer), '
+        'ordering_internal.resource_fingerprint(text, bigint), '
         -- what ordering.dead_letters reads on a Citus coordinator
         'ordering_internal.distributed_dead_letters()',
         'SELECT ON ordering.positions, ordering.gap_requests, ordering.parked, '

@@ -35,7 +35,8 @@ BEGIN
         'ordering_internal.reconcile_check_stream(text, text[]), '
         'ordering_internal.reconcile_producer_resources(text, text, text[]), '
         'ordering_internal.distributed_stream_resources(text, text), '
-        'ordering.resource_bucket(text, integer), ordering.resource_fingerprint(text, bigint), '
+        'ordering_internal.resource_bucket(text, integer), '
+        'ordering_internal.resource_fingerprint(text, bigint), '
         -- relays of an outbox distributed by Citus
         'ordering.claim_unpublished(anyelement, integer), '
         'ordering.mark_published(regclass, bigint[]), ordering.relay_nodes(regclass)',

@@ -26,7 +26,7 @@ BEGIN
            AND p.position OPERATOR(pg_catalog.>) 0
            AND ($4 IS NULL
                 OR pg_catalog.starts_with(p.resource_id, $4))
-           AND ordering.resource_bucket(p.resource_id, $2)
+           AND ordering_internal.resource_bucket(p.resource_id, $2)
                OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest($3))
     ), park AS (
         SELECT k.resource_id, pg_catalog.min(k.seq) AS lo, pg_catalog.max(k.seq) AS hi
@@ -34,7 +34,7 @@ BEGIN
          WHERE k.consumer OPERATOR(pg_catalog.=) $1
            AND ($4 IS NULL
                 OR pg_catalog.starts_with(k.resource_id, $4))
-           AND ordering.resource_bucket(k.resource_id, $2)
+           AND ordering_internal.resource_bucket(k.resource_id, $2)
                OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest($3))
          GROUP BY k.resource_id
     ), dead AS (
@@ -43,7 +43,7 @@ BEGIN
          WHERE d.consumer OPERATOR(pg_catalog.=) $1
            AND ($4 IS NULL
                 OR pg_catalog.starts_with(d.resource_id, $4))
-           AND ordering.resource_bucket(d.resource_id, $2)
+           AND ordering_internal.resource_bucket(d.resource_id, $2)
                OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest($3))
     )
     SELECT COALESCE(pos.resource_id, park.resource_id, dead.resource_id),

@@ -17,10 +17,10 @@ BEGIN
     PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
     positions := ordering_internal.distributed_consumer_table(consumer, '_positions');
     RETURN QUERY EXECUTE pg_catalog.format($q$
-    SELECT ordering.resource_bucket(p.resource_id, $2) AS b,
+    SELECT ordering_internal.resource_bucket(p.resource_id, $2) AS b,
            pg_catalog.count(*),
            pg_catalog.sum(p.position),
-           pg_catalog.bit_xor(ordering.resource_fingerprint(p.resource_id, p.position))
+           pg_catalog.bit_xor(ordering_internal.resource_fingerprint(p.resource_id, p.position))
       FROM %s p
      WHERE p.consumer OPERATOR(pg_catalog.=) $1
        AND p.position OPERATOR(pg_catalog.>) 0

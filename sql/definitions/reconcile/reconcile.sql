@@ -38,7 +38,7 @@ BEGIN
     SELECT c.resource_id INTO stray
       FROM pg_catalog.jsonb_to_recordset(consumer_state) AS c(resource_id text)
      WHERE c.resource_id IS NULL
-        OR NOT ordering.resource_bucket(c.resource_id, buckets) OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
+        OR NOT ordering_internal.resource_bucket(c.resource_id, buckets) OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
         OR NOT (resource_prefix IS NULL OR pg_catalog.starts_with(c.resource_id, resource_prefix))
      LIMIT 1;
     IF FOUND AND stray IS NULL THEN
@@ -63,7 +63,7 @@ BEGIN
     ), p AS (
         SELECT r.resource_id, r.last_seq
           FROM ordering_internal.reconcile_producer_resources(stream, resource_prefix, event_types) r
-         WHERE ordering.resource_bucket(r.resource_id, buckets) OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
+         WHERE ordering_internal.resource_bucket(r.resource_id, buckets) OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(bucket_list))
     ), j AS (
         SELECT COALESCE(c.resource_id, p.resource_id) AS resource_id,
                COALESCE(c.position, 0) AS pos,

@@ -11,10 +11,10 @@ BEGIN
     PERFORM ordering_internal.reconcile_check_stream(stream, event_types);
     PERFORM ordering_internal.reconcile_check_arguments(buckets, resource_prefix);
     RETURN QUERY
-    SELECT ordering.resource_bucket(p.resource_id, buckets) AS b,
+    SELECT ordering_internal.resource_bucket(p.resource_id, buckets) AS b,
            pg_catalog.count(*),
            pg_catalog.sum(p.last_seq),
-           pg_catalog.bit_xor(ordering.resource_fingerprint(p.resource_id, p.last_seq))
+           pg_catalog.bit_xor(ordering_internal.resource_fingerprint(p.resource_id, p.last_seq))
       FROM ordering_internal.reconcile_producer_resources(stream, resource_prefix, event_types) p
      GROUP BY b
      ORDER BY b;

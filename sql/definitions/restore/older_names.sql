@@ -12,7 +12,7 @@
 -- and the function now.
 CREATE OR REPLACE FUNCTION ordering_internal.older_names()
     RETURNS TABLE (older text, function text)
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE ROWS 6
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE ROWS 8
     SET search_path = pg_catalog, pg_temp
     AS $$
 VALUES
@@ -21,7 +21,9 @@ VALUES
     ('ordering.sequence_guard()', 'ordering_internal.sequence_guard()'),
     ('ordering.mark_published_on_node(regclass, bigint[])', 'ordering.mark_published(regclass, bigint[])'),
     ('ordering.distributed_open_gaps()', 'ordering_internal.distributed_open_gaps()'),
-    ('ordering.claim_unpublished_on_node(anyelement, integer)', 'ordering.claim_unpublished(anyelement, integer)')
+    ('ordering.claim_unpublished_on_node(anyelement, integer)', 'ordering.claim_unpublished(anyelement, integer)'),
+    ('ordering.resource_bucket(text, integer)', 'ordering_internal.resource_bucket(text, integer)'),
+    ('ordering.resource_fingerprint(text, bigint)', 'ordering_internal.resource_fingerprint(text, bigint)')
 $$;
 COMMENT ON FUNCTION ordering_internal.older_names() IS
     'Internal to restores: the functions that a dump of the previous version names by another name, with the function each is now';
