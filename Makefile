@@ -76,13 +76,13 @@ UPDATES_built = $(patsubst %.sql.in,%.sql,$(wildcard sql/ordering--*--*.sql.in))
 DATA_built = sql/ordering--$(EXTVERSION).sql $(UPDATES_built)
 DATA = $(filter-out $(DATA_built),$(wildcard sql/ordering--*.sql))
 
-REGRESS = producer producer_sql bulk_producers restore_mode restore_sweep consumer dead_letters dead_letters_below \
+REGRESS ?= producer producer_sql bulk_producers restore_mode restore_sweep consumer dead_letters dead_letters_below \
 	gaps stats observability metrics search_path gaps_search_path privileges public_functions hot_paths bad_input reconcile \
 	check replicated batch batch_equivalence wakeup compat own_tables citus citus_consumer surface
 REGRESS_OPTS = --inputdir=. --temp-instance=./tmp_check_regress \
 	--temp-config=test/ordering.conf --load-extension=ordering
 
-ISOLATION = producer_order keyed_reindex consumer_deliver consumer_apply consumer_newer_only gaps_sweep \
+ISOLATION ?= producer_order keyed_reindex consumer_deliver consumer_apply consumer_newer_only gaps_sweep \
 	gaps_race owned_reindex owned_isolation producer_create reconcile_concurrent \
 	dead_letters_retry dead_letters_gaps batch_concurrent wakeup_notify citus_consumer_route bulk_concurrent \
 	bulk_statement
