@@ -91,6 +91,11 @@ CREATE INDEX positions_by_position ON ordering.positions (position);
 SELECT ordering.next_sequence('ix', 'r' || g) FROM generate_series(1, 3) g;
 SELECT ordering.next_sequence('ix', 'r1'), ordering.next_sequence('ix', 'r1');
 SELECT ordering.apply_if_newer('ix', 'r1', 4), ordering.apply_if_newer('ix', 'r1', 9);
+-- A batch writes one position three times in one command: the index on the
+-- column forbids overwriting the version in place each time, not only the
+-- first time the call asks which columns its indexes cover.
+SELECT count(*) FILTER (WHERE applied)
+  FROM ordering.apply_batch('ix', ARRAY['r2', 'r2', 'r2'], ARRAY[1, 2, 3]);  -- 3
 SELECT bt_index_check(i, true) FROM unnest(ARRAY[
     'ordering.sequences_pkey', 'ordering.sequences_by_last_seq',
     'ordering.positions_pkey', 'ordering.positions_by_position']::regclass[]) i;

@@ -148,8 +148,7 @@ held_counter(Oid counters, text *stream, text *resource, Oid *relid,
 {
 	*relid = OidIsValid(counters) ? counters :
 		owned_relid(OWNED_SEQUENCES);
-	*hash = held_key_hash(*relid, stream, resource);
-	return held_find(*relid, stream, resource, *hash);
+	return held_find(*relid, stream, resource, hash);
 }
 
 /*

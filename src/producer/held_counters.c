@@ -107,10 +107,10 @@ static int	depth_max = 0;
 static dlist_head orphans = DLIST_STATIC_INIT(orphans);
 
 /*
- * The hash of a key (also the lookup's: computed once per request).  The
- * rows of a statement share their stream: its hash is remembered.
+ * The hash of a key (held_find() hands it out for held_add()).  The rows
+ * of a statement share their stream: its hash is remembered.
  */
-uint32
+static uint32
 held_key_hash(Oid relid, text *stream, text *resource)
 {
 	static Oid	last_relid = InvalidOid;
@@ -135,17 +135,19 @@ held_key_hash(Oid relid, text *stream, text *resource)
 }
 
 /*
- * The counter held for a key, or NULL.
+ * The counter held for a key, or NULL; *hash is the key's hash, which
+ * held_add() takes, so that a request hashes its key once.
  */
 HeldCounter *
-held_find(Oid relid, text *stream, text *resource, uint32 hash)
+held_find(Oid relid, text *stream, text *resource, uint32 *hash)
 {
-	HeldKey		key = {relid, hash, stream, resource};
+	HeldKey		key = {relid, 0, stream, resource};
 	HeldSlot   *slot;
 
+	*hash = key.hash = held_key_hash(relid, stream, resource);
 	if (held_count == 0)
 		return NULL;
-	slot = heldtab_lookup_hash(held_hash, &key, hash);
+	slot = heldtab_lookup_hash(held_hash, &key, *hash);
 	if (slot == NULL)
 		return NULL;
 	/* slot->key is &entry->key */

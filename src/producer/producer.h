@@ -94,9 +94,8 @@ typedef struct HeldCounter
 /* How many counters are held (a test before any lookup) */
 extern int	held_count;
 
-extern uint32 held_key_hash(Oid relid, text *stream, text *resource);
 extern HeldCounter *held_find(Oid relid, text *stream, text *resource,
-							  uint32 hash);
+							  uint32 *hash);
 extern HeldCounter *held_find_any(text *stream, text *resource);
 extern HeldCounter *held_add(Oid relid, text *stream, text *resource,
 							 uint32 hash, int64 value);

@@ -606,10 +606,13 @@ owned_rel_init(OwnedRel *orel, OwnedTableId id, LOCKMODE mode)
 	orel->id = id;
 	orel->pk = NULL;
 	orel->mode = mode;
+	orel->nkeys = owned_defs[id].nkeys;
 	orel->cxt = CurrentMemoryContext;
 	orel->nindexes = -1;
 	orel->indexes = NULL;
 	orel->infos = NULL;
+	orel->indexed_known = false;
+	orel->indexed = NULL;
 	orel->routing_att = 0;
 }
 
@@ -737,16 +740,6 @@ owned_fill_routing(OwnedRel *orel, const Datum *key, Datum *values,
 }
 
 /*
- * The number of key columns of a table: those of its definition (its
- * primary key ends with its routing column, if it has one).
- */
-int
-owned_key_count(OwnedRel *orel)
-{
-	return owned_defs[orel->id].nkeys;
-}
-
-/*
  * The OID of one of the tables, as last looked up: a key for caches, not a
  * table the caller may use without owned_open().
  */
@@ -834,15 +827,22 @@ owned_check_key_length(text *key, const char *what)
 /*
  * Do the table's indexes cover any of these columns (attribute numbers
  * offset by FirstLowInvalidHeapAttributeNumber, as the relcache's bitmaps)?
+ * The covered columns are read once per call, like the indexes themselves
+ * (open_indexes): a statement that writes a row many times asks at every
+ * write.
  */
 bool
 owned_columns_indexed(OwnedRel *orel, Bitmapset *columns)
 {
-	Bitmapset  *indexed = ordering_indexed_columns(orel->rel);
-	bool		overlap = bms_overlap(indexed, columns);
+	if (!orel->indexed_known)
+	{
+		MemoryContext old = MemoryContextSwitchTo(orel->cxt);
 
-	bms_free(indexed);
-	return overlap;
+		orel->indexed = ordering_indexed_columns(orel->rel);
+		orel->indexed_known = true;
+		MemoryContextSwitchTo(old);
+	}
+	return bms_overlap(orel->indexed, columns);
 }
 
 /*
@@ -924,15 +924,4 @@ owned_index_insert(OwnedRel *orel, HeapTuple tuple, Bitmapset *changed,
 		index_insert(idx, values, isnull, &tuple->t_self, orel->rel, check,
 					 unchanged, info);
 	}
-}
-
-/*
- * The type of a column of one of the tables, as the install script made it
- * (and as check_columns() verified).
- */
-Oid
-owned_column_type(OwnedTableId id, AttrNumber attno)
-{
-	Assert(attno >= 1 && attno <= owned_defs[id].natts);
-	return owned_defs[id].cols[attno - 1].type;
 }

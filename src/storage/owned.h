@@ -99,6 +99,8 @@ typedef struct OwnedRel
 	Relation	rel;
 	Relation	pk;				/* its primary key: NULL until owned_pk() */
 	LOCKMODE	mode;
+	int			nkeys;			/* its key columns: those of its definition (a
+								 * routing column aside) */
 	AttrNumber	routing_att;	/* a table found by OID: its routing column
 								 * (owned.c), or 0 */
 	TupleDesc	desc;			/* the columns rows are read and written with:
@@ -110,6 +112,9 @@ typedef struct OwnedRel
 								 * first index entry the call makes, as
 								 * ExecOpenIndices() builds them once per
 								 * statement (owned.c, open_indexes) */
+	bool		indexed_known;	/* false until the first in-place check, ... */
+	Bitmapset  *indexed;		/* ... which reads the columns its indexes
+								 * cover once per call (owned.c) */
 } OwnedRel;
 
 /*
@@ -129,10 +134,8 @@ extern void owned_check_key_length(text *key, const char *what);
 extern void owned_index_insert(OwnedRel *orel, HeapTuple tuple,
 							   Bitmapset *changed, OrderingIndexUpdate which);
 extern bool owned_columns_indexed(OwnedRel *orel, Bitmapset *columns);
-extern Oid	owned_column_type(OwnedTableId id, AttrNumber attno);
 extern void owned_fill_routing(OwnedRel *orel, const Datum *key,
 							   Datum *values, bool *nulls);
-extern int	owned_key_count(OwnedRel *orel);
 
 /*
  * Open table id, or, if relid is valid, the table relid of its shape (as

@@ -281,9 +281,10 @@ fetch_cached(OwnedRel *orel, const Datum *key, uint64 hash, Snapshot snapshot,
 /*
  * Initialize scan keys on the first nkeys columns of a table's primary key
  * (equality), and optionally "column nkeys + 1 <strategy> bound" on a bigint
- * column.  Returns how many keys it filled.  Text compares in the collation
- * of the primary key's column (owned.c checks it: "C" in the extension's
- * own tables, a deterministic one in a table found by OID).
+ * column.  Returns how many keys it filled.  The type and the collation of
+ * each column are the descriptor's: owned.c checked them against the
+ * definition and the primary key's ("C" for text in the extension's own
+ * tables, a deterministic one in a table found by OID).
  */
 static int
 init_scan_keys(OwnedRel *orel, ScanKey keys, const Datum *key, int nkeys,
@@ -292,27 +293,44 @@ init_scan_keys(OwnedRel *orel, ScanKey keys, const Datum *key, int nkeys,
 	static const RegProcedure int8procs[BTMaxStrategyNumber + 1] = {
 		InvalidOid, F_INT8LT, F_INT8LE, F_INT8EQ, F_INT8GE, F_INT8GT
 	};
-	OwnedTableId id = orel->id;
 	int			n = 0;
 
 	for (; n < nkeys; n++)
 	{
-		Oid			type = owned_column_type(id, n + 1);
+		Form_pg_attribute att = TupleDescAttr(orel->desc, n);
 
 		ScanKeyInit(&keys[n], n + 1, BTEqualStrategyNumber,
-					type == TEXTOID ? F_TEXTEQ :
-					type == REGCLASSOID ? F_OIDEQ : F_INT8EQ,
+					att->atttypid == TEXTOID ? F_TEXTEQ :
+					att->atttypid == REGCLASSOID ? F_OIDEQ : F_INT8EQ,
 					key[n]);
-		if (type == TEXTOID)
-			keys[n].sk_collation = owned_pk(orel)->rd_indcollation[n];
+		if (att->atttypid == TEXTOID)
+			keys[n].sk_collation = att->attcollation;
 	}
 	if (strategy != InvalidStrategy)
 	{
-		Assert(owned_column_type(id, n + 1) == INT8OID);
+		Assert(TupleDescAttr(orel->desc, n)->atttypid == INT8OID);
 		ScanKeyInit(&keys[n], n + 1, strategy, int8procs[strategy], bound);
 		n++;
 	}
 	return n;
+}
+
+/*
+ * Begin a scan of the table's primary key for the rows whose first nkeys
+ * columns equal "key" (and, with a strategy, whose next one compares to
+ * "bound"), with the snapshot given.
+ */
+static IndexScanDesc
+pk_scan_begin(OwnedRel *orel, const Datum *key, int nkeys,
+			  StrategyNumber strategy, Datum bound, Snapshot snapshot)
+{
+	ScanKeyData keys[INDEX_MAX_KEYS];
+	int			n = init_scan_keys(orel, keys, key, nkeys, strategy, bound);
+	IndexScanDesc scan;
+
+	scan = ordering_index_beginscan(orel->rel, owned_pk(orel), snapshot, n, 0);
+	index_rescan(scan, keys, n, NULL, 0);
+	return scan;
 }
 
 /*
@@ -328,8 +346,6 @@ owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
 	Relation	rel = orel->rel;
 	bool		keyed = orel->id == OWNED_SEQUENCES || orel->id == OWNED_POSITIONS;
 	uint64		hash = keyed ? key_hash(key) : 0;
-	int			nkeys;
-	ScanKeyData keys[INDEX_MAX_KEYS];
 	IndexScanDesc scan;
 	ItemPointer tid;
 	Buffer		buf = InvalidBuffer;
@@ -339,10 +355,7 @@ owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
 	if (keyed && fetch_cached(orel, key, hash, snapshot, row))
 		return true;
 
-	nkeys = owned_key_count(orel);
-	(void) init_scan_keys(orel, keys, key, nkeys, InvalidStrategy, 0);
-	scan = ordering_index_beginscan(rel, owned_pk(orel), snapshot, nkeys, 0);
-	index_rescan(scan, keys, nkeys, NULL, 0);
+	scan = pk_scan_begin(orel, key, orel->nkeys, InvalidStrategy, 0, snapshot);
 	while ((tid = index_getnext_tid(scan, ForwardScanDirection)) != NULL)
 	{
 		bool		all_dead = false;
@@ -368,7 +381,7 @@ owned_fetch(OwnedRel *orel, const Datum *key, Snapshot snapshot,
 	index_endscan(scan);
 
 	if (!row->found)
-		for (int i = 0; i < nkeys; i++)
+		for (int i = 0; i < orel->nkeys; i++)
 			row->values[i] = key[i];
 	return row->found;
 }
@@ -513,16 +526,12 @@ probe_dirty(OwnedRel *orel, const Datum *key, TransactionId *xwait,
 			uint32 *token, ItemPointer tid)
 {
 	SnapshotData dirty;
-	ScanKeyData keys[INDEX_MAX_KEYS];
-	int			nkeys = owned_key_count(orel);
 	IndexScanDesc scan;
 	TupleTableSlot *slot = table_slot_create(orel->rel, NULL);
 	bool		found;
 
 	InitDirtySnapshot(dirty);
-	(void) init_scan_keys(orel, keys, key, nkeys, InvalidStrategy, 0);
-	scan = ordering_index_beginscan(orel->rel, owned_pk(orel), &dirty, nkeys, 0);
-	index_rescan(scan, keys, nkeys, NULL, 0);
+	scan = pk_scan_begin(orel, key, orel->nkeys, InvalidStrategy, 0, &dirty);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 
 	/*
@@ -736,13 +745,8 @@ void
 owned_scan_begin(OwnedRel *orel, OwnedScan *scan, const Datum *key, int nkeys,
 				 StrategyNumber strategy, Datum bound, Snapshot snapshot)
 {
-	ScanKeyData keys[INDEX_MAX_KEYS];
-	int			n = init_scan_keys(orel, keys, key, nkeys, strategy, bound);
-
 	scan->slot = table_slot_create(orel->rel, NULL);
-	scan->scan = ordering_index_beginscan(orel->rel, owned_pk(orel), snapshot,
-										  n, 0);
-	index_rescan(scan->scan, keys, n, NULL, 0);
+	scan->scan = pk_scan_begin(orel, key, nkeys, strategy, bound, snapshot);
 }
 
 /*
