@@ -5,6 +5,16 @@
 # configuration is .clang-tidy at the top), and pgindent's layout.
 # First, one version number: META.json and debian/changelog must carry
 # ordering.control's default_version.  Exits non-zero on any finding.
+#
+# cppcheck and clang-tidy take minutes of CPU over the whole tree, and most
+# runs change few files: both keep what they found per file in
+# ORDERING_LINT_CACHE (default /var/cache/ordering-lint, where it can be
+# made; empty: no cache), and analyse again only a file whose input
+# changed.  For clang-tidy a file's input is its text as the compiler sees
+# it (clang -E with the same flags: the file and every header it reads),
+# with the tool's version, .clang-tidy and the flags; only a clean result
+# is kept, so a finding is reported on every run.  cppcheck does the same
+# with its own --cppcheck-build-dir (its checks across files included).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -91,23 +101,71 @@ echo "layering: clean"
 cppcheck_out=$(mktemp)
 typedefs=$(mktemp)
 indented=$(mktemp)
-trap 'rm -f "$cppcheck_out" "$typedefs" "$indented"' EXIT
-cppcheck --enable=warning,performance,portability --std=c99 \
-	--error-exitcode=1 --inline-suppr --quiet \
-	-I "$server_inc" --suppress=missingIncludeSystem \
-	--suppress="*:$server_inc/*" -D__GNUC__ -DUSE_ASSERT_CHECKING \
-	-DORDERING_VERSION="\"$version\"" $includes \
-	src/ bench/probe/ >"$cppcheck_out" 2>&1 &
+work=$(mktemp -d)
+trap 'rm -rf "$cppcheck_out" "$typedefs" "$indented" "$work"' EXIT
+
+cache=${ORDERING_LINT_CACHE-/var/cache/ordering-lint}
+if [ -n "$cache" ] && ! mkdir -p "$cache/clang-tidy" "$cache/cppcheck" 2>/dev/null; then
+	echo "lint: no cache ($cache cannot be made): every file is analysed"
+	cache=
+fi
+
+# shellcheck disable=SC2086 # $includes are words
+cppcheck_flags=(--enable=warning,performance,portability --std=c99
+	--error-exitcode=1 --inline-suppr --quiet
+	-I "$server_inc" --suppress=missingIncludeSystem
+	"--suppress=*:$server_inc/*" -D__GNUC__ -DUSE_ASSERT_CHECKING
+	"-DORDERING_VERSION=\"$version\"" $includes)
+cppcheck_build=
+if [ -n "$cache" ]; then
+	# one build directory per version and flags; each run works on a copy
+	# of it and puts its copy back under a lock, so that runs side by side
+	# neither wait for each other nor mix their files
+	cppcheck_key=$( (cppcheck --version; printf '%s\n' "${cppcheck_flags[@]}") | sha256sum | cut -c1-16)
+	cppcheck_cache=$cache/cppcheck/$cppcheck_key
+	mkdir -p "$cppcheck_cache"
+	cppcheck_build=$work/cppcheck
+	mkdir -p "$cppcheck_build"
+	(flock 9 && cp -a "$cppcheck_cache/." "$cppcheck_build/") 9>"$cppcheck_cache.lock"
+	cppcheck_flags+=("--cppcheck-build-dir=$cppcheck_build")
+fi
+(
+	rc=0
+	cppcheck "${cppcheck_flags[@]}" src/ bench/probe/ || rc=$?
+	if [ -n "$cppcheck_build" ]; then
+		(flock 9 && cp -a "$cppcheck_build/." "$cppcheck_cache/") 9>"$cppcheck_cache.lock"
+	fi
+	exit "$rc"
+) >"$cppcheck_out" 2>&1 &
 cppcheck_pid=$!
 
-# WarningsAsErrors makes clang-tidy exit non-zero on any finding (and xargs
-# then too)
+# clang-tidy, a file per process; a file whose input is in the cache as
+# clean is not analysed again.  WarningsAsErrors makes clang-tidy exit
+# non-zero on any finding (and xargs then too).
+# shellcheck disable=SC2206 # $includes are words
+tidy_flags=($includes -I"$server_inc" -I"$(dirname "$server_inc")/internal"
+	-D_GNU_SOURCE "-DORDERING_VERSION=\"$version\"")
+# the clang of clang-tidy's own LLVM, for the text it sees
+clang=$(dirname "$(readlink -f "$(command -v clang-tidy)")")/clang
+tidy_key_base=$( (clang-tidy --version; cat .clang-tidy; printf '%s\n' "${tidy_flags[@]}") | sha256sum)
+tidy_one() {
+	local f=$1 key=
+	if [ -n "$cache" ]; then
+		key=$( (echo "$tidy_key_base $f"; "$clang" -E "${tidy_flags[@]}" "$f") | sha256sum | cut -c1-64)
+		[ -e "$cache/clang-tidy/$key" ] && { echo "$f" >>"$work/tidy-cached"; return 0; }
+	fi
+	clang-tidy --quiet "$f" -- "${tidy_flags[@]}" || return 1
+	[ -z "$key" ] || touch "$cache/clang-tidy/$key"
+}
+export -f tidy_one
+export cache work clang tidy_key_base
 tidy_status=0
-# shellcheck disable=SC2086 # $includes are words
+# shellcheck disable=SC2086 # $sources are words
 tidy_out=$(printf '%s\n' $(grep '\.c$' <<<"$sources") bench/probe/*.c |
-	xargs -P "$(nproc)" -I{} clang-tidy --quiet {} -- $includes -I"$server_inc" \
-		-I"$(dirname "$server_inc")/internal" -D_GNU_SOURCE \
-		-DORDERING_VERSION="\"$version\"" 2>&1) || tidy_status=$?
+	TIDY_FLAGS="${tidy_flags[*]}" xargs -P "$(nproc)" -I{} bash -c \
+		'tidy_flags=($TIDY_FLAGS); tidy_one "$1"' _ {} 2>&1) || tidy_status=$?
+tidy_cached=0
+[ ! -f "$work/tidy-cached" ] || tidy_cached=$(wc -l <"$work/tidy-cached")
 
 cppcheck_status=0
 wait "$cppcheck_pid" || cppcheck_status=$?
@@ -118,7 +176,7 @@ if [ "$tidy_status" -ne 0 ]; then
 	grep -v "warnings generated" <<<"$tidy_out"
 	exit 1
 fi
-echo "clang-tidy: clean"
+echo "clang-tidy: clean ($tidy_cached files unchanged since a clean run, from the cache)"
 
 # pgindent's layout: PostgreSQL's indent (pg_bsd_indent) with pgindent's
 # switches, then pgindent's one rewrite that concerns us (a function's

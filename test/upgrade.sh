@@ -129,6 +129,41 @@ git_here() {
 	git -c safe.directory="$here" -C "$here" "$@"
 }
 
+# Build release $1 from commit $2 and install it into the sandbox's copy of
+# PostgreSQL.  A release's files depend only on its commit, the PostgreSQL
+# it is built against and the compiler: they are kept in
+# ORDERING_UPGRADE_CACHE (default /var/cache/ordering-upgrade, where it can
+# be made; empty: none), in an entry named after a SHA-256 over these,
+# renamed into place only when complete, and copied from there on the next
+# run instead of built again.
+install_release() {
+	local v=$1 commit=$2 cache=${ORDERING_UPGRADE_CACHE-/var/cache/ordering-upgrade} key entry
+	key=$( (echo "$commit ${ORDERING_WERROR:-}"; "$PG_CONFIG_SYSTEM" --version --configure --cflags;
+		gcc --version) | sha256sum | cut -c1-16)
+	entry=$cache/ordering-$v-$key
+	if [ -n "$cache" ] && [ -d "$entry" ]; then
+		echo "upgrade: $v from the cache ($entry)"
+		cp -a "$entry/." "$SANDBOX/inst/"
+		return 0
+	fi
+	mkdir "$SANDBOX/v$v" "$SANDBOX/v$v.files"
+	git_here archive "$commit" | tar -C "$SANDBOX/v$v" -xf -
+	chown -R "$owner": "$SANDBOX/v$v" "$SANDBOX/v$v.files"
+	# without LLVM bitcode (half the build)
+	as_postgres make -s -C "$SANDBOX/v$v" PG_CONFIG="$PG_CONFIG_SYSTEM" with_llvm=no
+	as_postgres make -s -C "$SANDBOX/v$v" PG_CONFIG="$PG_CONFIG_SYSTEM" with_llvm=no \
+		DESTDIR="$SANDBOX/v$v.files" install
+	cp -a "$SANDBOX/v$v.files/." "$SANDBOX/inst/"
+	if [ -n "$cache" ] && mkdir -p "$cache" 2>/dev/null; then
+		local tmp
+		tmp=$(mktemp -d "$entry.XXXXXX")
+		cp -a "$SANDBOX/v$v.files/." "$tmp/"
+		chmod 755 "$tmp"
+		# a run side by side may have put the same entry in place first
+		mv -T "$tmp" "$entry" 2>/dev/null || rm -rf "$tmp"
+	fi
+}
+
 # The privileges of fill.sql's roles in a database, one line each
 # (test/upgrade/privileges.sql).
 privileges() {
@@ -243,17 +278,11 @@ for v in $versions; do
 	commit=$(commit_of "$v")
 	if [ "$from_history" = 1 ] && git_here cat-file -e "$commit^{commit}" 2>/dev/null; then
 		echo "upgrade: installing $v built from commit $commit"
-		mkdir "$SANDBOX/v$v"
-		git_here archive "$commit" | tar -C "$SANDBOX/v$v" -xf -
-		chown -R "$owner": "$SANDBOX/v$v"
-		# without LLVM bitcode (half the build), and without the current
-		# build's bitcode in place, which JIT would inline into the old
-		# library's callers
+		# without the current build's LLVM bitcode in place, which JIT
+		# would inline into the old library's callers
 		rm -rf "$SANDBOX/inst$(pg_dir --pkglibdir)/bitcode/ordering" \
 			"$SANDBOX/inst$(pg_dir --pkglibdir)/bitcode/ordering.index.bc"
-		as_postgres make -s -C "$SANDBOX/v$v" PG_CONFIG="$PG_CONFIG_SYSTEM" with_llvm=no
-		as_postgres make -s -C "$SANDBOX/v$v" PG_CONFIG="$PG_CONFIG_SYSTEM" with_llvm=no \
-			DESTDIR="$SANDBOX/inst" install
+		install_release "$v" "$commit"
 	else
 		if [ "$from_history" = 1 ]; then
 			echo "upgrade: no git history with commit $commit here: installing the"
