@@ -43,6 +43,7 @@ OBJS = \
 	src/gaps/citus_gaps.o \
 	src/gaps/worker.o \
 	src/citus/citus_counters.o \
+	src/citus/citus_registry.o \
 	src/citus/citus_meta.o \
 	src/citus/citus_consumers.o \
 	src/citus/citus_reconcile.o \

@@ -114,3 +114,15 @@ REVOKE ALL ON ALL TABLES IN SCHEMA ordering FROM regress_citus_producer;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA ordering FROM regress_citus_producer;
 REVOKE USAGE ON SCHEMA ordering FROM regress_citus_producer;
 DROP ROLE regress_citus_producer;
+
+-- The registry of distributed streams names its tables by type
+-- ordering_internal.table_ref: written as the qualified name whatever the
+-- search_path (a node that reads it resolves the same name), stored as the
+-- OID on this node; "-", or a name of no table here, is no table.
+SET search_path = ordering, public;
+SELECT 'outbox'::ordering_internal.table_ref::text AS by_search_path,
+       'ordering.outbox'::ordering_internal.table_ref::oid = 'ordering.outbox'::regclass::oid AS this_nodes_oid,
+       'nowhere.missing'::ordering_internal.table_ref::oid AS missing,
+       '-'::ordering_internal.table_ref::text AS none,
+       '"Odd Schema"."Odd"'::ordering_internal.table_ref::oid AS odd_missing;
+RESET search_path;

@@ -329,6 +329,26 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 \ir definitions/citus/consumer_tag.sql
 \ir definitions/citus/distributed_consumer_table.sql
 \ir definitions/citus/distribute_consumer.sql
+-- A table named by its qualified name and stored as its OID on the node
+-- that reads the name: the registry of distributed streams
+-- (citus_registry_sync.sql) holds its tables so, since Citus copies a
+-- reference table onto a new node in binary when every column has a binary
+-- form, and a regclass would carry another node's OIDs.  The cast to oid
+-- gives it oid's operators and index.
+CREATE TYPE ordering_internal.table_ref;
+\ir definitions/citus/table_ref_in.sql
+\ir definitions/citus/table_ref_out.sql
+CREATE TYPE ordering_internal.table_ref (
+    INPUT = ordering_internal.table_ref_in,
+    OUTPUT = ordering_internal.table_ref_out,
+    LIKE = pg_catalog.oid
+);
+COMMENT ON TYPE ordering_internal.table_ref IS
+    'A table, written as its qualified name and stored as its OID on the node that reads it (no binary form, so Citus copies it as its name)';
+CREATE CAST (ordering_internal.table_ref AS pg_catalog.oid) WITHOUT FUNCTION AS IMPLICIT;
+COMMENT ON CAST (ordering_internal.table_ref AS pg_catalog.oid) IS
+    'A table_ref is its OID on this node: oid''s operators and index';
+\ir definitions/citus/citus_registry_sync.sql
 -- what the producer side of reconciliation reads (the reconciliation
 -- section above): the counters of one node's and of distributed streams
 \ir definitions/reconcile/distributed_stream_resources.sql

@@ -75,6 +75,14 @@ extern void citus_raise_counters(Relation rel, text *stream,
 								 const char *sequence_column, Oid counters);
 
 /*
+ * citus_registry.c: the registry of distributed streams on every node
+ */
+
+extern Oid	citus_registry_relid(void);
+extern void citus_registry_check(Relation rel, Oid logical, const char *stream,
+								 bool registry_exists, Oid registry);
+
+/*
  * citus_grants.c: the privilege sets on every node
  */
 

@@ -135,6 +135,8 @@ shard_id_of_name(const char *relname)
  * to_regclass(), which would want USAGE on their schema of whoever
  * inserts: the counter table in pg_class, the counter shard (which Citus
  * hides in pg_class from most sessions) by the caller, in the syscache.
+ * $5 is the registry of distributed streams (citus_registry.c), whose
+ * placement on this node is read too.
  */
 #define SHARD_SQL \
 "SELECT s.logicalrelid::pg_catalog.oid AS logical," \
@@ -161,7 +163,14 @@ shard_id_of_name(const char *relname)
 "                      (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)) AS counter_here," \
 "       pg_catalog.parse_ident(pg_catalog.shard_name(cs.logicalrelid, cs.shardid, false))" \
 "         AS counter_shard," \
-"       s.shardminvalue::pg_catalog.int4 AS hash_min, s.shardmaxvalue::pg_catalog.int4 AS hash_max" \
+"       s.shardminvalue::pg_catalog.int4 AS hash_min, s.shardmaxvalue::pg_catalog.int4 AS hash_max," \
+"       (SELECT pg_catalog.parse_ident(pg_catalog.shard_name(rs.logicalrelid, rs.shardid, false))" \
+"          FROM pg_catalog.pg_dist_shard rs" \
+"          JOIN pg_catalog.pg_dist_placement rp ON rp.shardid OPERATOR(pg_catalog.=) rs.shardid" \
+"         WHERE rs.logicalrelid OPERATOR(pg_catalog.=) $5" \
+"           AND rp.groupid OPERATOR(pg_catalog.=)" \
+"               (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)" \
+"         LIMIT 1) AS registry_shard" \
 "  FROM pg_catalog.pg_dist_shard s" \
 "  JOIN pg_catalog.pg_dist_partition p ON p.logicalrelid OPERATOR(pg_catalog.=) s.logicalrelid" \
 "  LEFT JOIN (SELECT c.oid, c.relnamespace FROM pg_catalog.pg_class c" \
@@ -186,6 +195,31 @@ shard_column(const char *name, bool *isnull)
 }
 
 /*
+ * The relation here that a column of SHARD_SQL names (a parse_ident()
+ * array of schema and name), or InvalidOid.
+ */
+static Oid
+shard_column_relid(const char *column)
+{
+	bool		isnull;
+	Datum		name = shard_column(column, &isnull);
+	Datum	   *parts;
+	int			nparts;
+	Oid			nspid;
+
+	if (isnull)
+		return InvalidOid;
+	deconstruct_array(DatumGetArrayTypeP(name), TEXTOID, -1, false,
+					  TYPALIGN_INT, &parts, NULL, &nparts);
+	if (nparts != 2)
+		return InvalidOid;
+	nspid = get_namespace_oid(TextDatumGetCString(parts[0]), true);
+	if (!OidIsValid(nspid))
+		return InvalidOid;
+	return get_relname_relid(TextDatumGetCString(parts[1]), nspid);
+}
+
+/*
  * Does the row SHARD_SQL just read say that the shard and its counter
  * shard are placed on this node, and does the counter shard exist?  Not
  * yet, while this node has not committed a move or split that another one
@@ -195,24 +229,11 @@ static bool
 metadata_settled(void)
 {
 	bool		isnull;
-	Datum		name;
-	Datum	   *parts;
-	int			nparts;
-	Oid			nspid;
 
 	if (SPI_processed != 1 || !DatumGetBool(shard_column("here", &isnull)) ||
 		!DatumGetBool(shard_column("counter_here", &isnull)))
 		return false;
-	name = shard_column("counter_shard", &isnull);
-	if (isnull)
-		return false;
-	deconstruct_array(DatumGetArrayTypeP(name), TEXTOID, -1, false,
-					  TYPALIGN_INT, &parts, NULL, &nparts);
-	if (nparts != 2)
-		return false;
-	nspid = get_namespace_oid(TextDatumGetCString(parts[0]), true);
-	return OidIsValid(nspid) &&
-		OidIsValid(get_relname_relid(TextDatumGetCString(parts[1]), nspid));
+	return OidIsValid(shard_column_relid("counter_shard"));
 }
 
 /* Refuse a relation whose trigger names a counter table but is no shard */
@@ -243,8 +264,9 @@ citus_counter_shard(Relation rel, Trigger *trigger, Oid *logical,
 	const char *counter_name = trigger->tgargs[3];
 	const char *resource_column = trigger->tgargs[0];
 	int64		shardid = shard_id_of_name(RelationGetRelationName(rel));
-	Oid			argtypes[4] = {INT8OID, TEXTOID, TEXTOID, OIDOID};
-	Datum		args[4];
+	Oid			argtypes[5] = {INT8OID, TEXTOID, TEXTOID, OIDOID, OIDOID};
+	Datum		args[5];
+	Oid			registry = citus_registry_relid();
 	bool		isnull;
 	char	   *partmethod;
 	char	   *distcol;
@@ -260,9 +282,10 @@ citus_counter_shard(Relation rel, Trigger *trigger, Oid *logical,
 															 RelationGetRelationName(rel)));
 	args[2] = CStringGetTextDatum(counter_name);
 	args[3] = ObjectIdGetDatum(trigger->tgoid);
+	args[4] = ObjectIdGetDatum(registry);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	(void) ordering_prepare_once(&plan, SHARD_SQL, 4, argtypes, 0);
+	(void) ordering_prepare_once(&plan, SHARD_SQL, 5, argtypes, 0);
 	for (int waited = 0;; waited += METADATA_POLL_MS)
 	{
 		/* the newest metadata, whatever the isolation level (README.md) */
@@ -307,6 +330,10 @@ citus_counter_shard(Relation rel, Trigger *trigger, Oid *logical,
 				 errdetail("Only the shards of a table attached with ordering.attach() are sequenced; a copy of its trigger elsewhere would count numbers of its own."),
 				 errhint("Call ordering.attach() on table \"%s\".",
 						 get_rel_name(*logical))));
+	/* a trigger made by hand, like attach()'s, on another table */
+	citus_registry_check(rel, *logical, trigger->tgargs[2],
+						 OidIsValid(registry),
+						 shard_column_relid("registry_shard"));
 
 	*counters = DatumGetObjectId(shard_column("counters", &isnull));
 	if (isnull || !DatumGetBool(shard_column("colocated", &isnull)) || isnull ||
@@ -317,25 +344,7 @@ citus_counter_shard(Relation rel, Trigger *trigger, Oid *logical,
 						counter_name, get_rel_name(*logical)),
 				 errhint("Call ordering.detach() and ordering.attach() on table \"%s\".",
 						 get_rel_name(*logical))));
-	shard = InvalidOid;
-	{
-		Datum		name = shard_column("counter_shard", &isnull);
-		Datum	   *parts;
-		int			nparts;
-
-		if (!isnull)
-		{
-			deconstruct_array(DatumGetArrayTypeP(name), TEXTOID, -1, false,
-							  TYPALIGN_INT, &parts, NULL, &nparts);
-			if (nparts == 2)
-			{
-				Oid			nspid = get_namespace_oid(TextDatumGetCString(parts[0]), true);
-
-				if (OidIsValid(nspid))
-					shard = get_relname_relid(TextDatumGetCString(parts[1]), nspid);
-			}
-		}
-	}
+	shard = shard_column_relid("counter_shard");
 	if (!OidIsValid(shard))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -127,6 +127,10 @@ BEGIN
     -- the registry row: only for a caller who may use the stream (42501)
     PERFORM ordering_internal.attachment_register(tbl, stream, resource_column,
                                                   sequence_column);
+    -- 1.3: and in the registry of distributed streams on every node
+    IF distributed THEN
+        PERFORM ordering_internal.citus_registry_sync(tbl);
+    END IF;
     -- 1.2: rows the table holds already (attached before, its counters
     -- dropped with the extension or never restored) keep their numbers:
     -- each resource continues after its highest.  The new triggers lock out

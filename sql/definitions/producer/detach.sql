@@ -30,6 +30,10 @@ BEGIN
     EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_stored ON %s', tbl);
     EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ordering_sequence_guard ON %s', tbl);
     was := ordering_internal.attachment_unregister(tbl);
+    -- 1.3: the registry of distributed streams on every node follows
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        PERFORM ordering_internal.citus_registry_sync(tbl);
+    END IF;
     IF was IS NULL THEN
         -- 1.2: triggers without a registry row (a schema-only restore)
         RAISE NOTICE 'relation "%" had the sequencing triggers of stream "%", but was not registered in ordering.attachments', tbl, trigger_stream

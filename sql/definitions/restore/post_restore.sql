@@ -85,6 +85,10 @@ BEGIN
                                                                   att.sequence_column);
         -- (a distributed stream's counter table, on every node)
         PERFORM ordering_internal.seed_counters(att.tbl);
+        -- and the registry of distributed streams on every node says so
+        IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+            PERFORM ordering_internal.citus_registry_sync(att.tbl);
+        END IF;
     END LOOP;
     EXECUTE pg_catalog.format('ALTER DATABASE %I RESET ordering.restoring',
                               pg_catalog.current_database());
