@@ -328,6 +328,7 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 \ir definitions/citus/create_distributed_sequencing_triggers.sql
 \ir definitions/citus/consumer_tag.sql
 \ir definitions/citus/distributed_consumer_table.sql
+\ir definitions/citus/distributed_consumer_column.sql
 \ir definitions/citus/distribute_consumer.sql
 -- what the producer side of reconciliation reads (the reconciliation
 -- section above): the counters of one node's and of distributed streams
