@@ -16,6 +16,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
@@ -34,6 +35,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
+#include "utils/typcache.h"
 
 #include "as_owner.h"
 #include "citus.h"
@@ -164,6 +166,39 @@ route_key_type(const CitusTable *table)
 }
 
 /*
+ * The condition on the routing column of the gap requests of a consumer
+ * distributed by another type than text, for a statement on the
+ * resource's rows: Citus runs a statement that names the distribution
+ * column's value on that value's shard only, and every other on every
+ * shard.  Its type's own equality (citext's is not in pg_catalog),
+ * qualified.  Empty for text, whose resource_id is that column.
+ */
+static const char *
+route_key_filter(const CitusTable *table, text *resource)
+{
+	Oid			type = citus_consumer_key_type(table);
+	TypeCacheEntry *entry;
+	HeapTuple	tuple;
+	Form_pg_operator opr;
+	char	   *filter;
+
+	if (type == TEXTOID)
+		return "";
+	entry = lookup_type_cache(type, TYPECACHE_EQ_OPR);
+	tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(entry->eq_opr));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "no equality operator for type %s", format_type_be(type));
+	opr = (Form_pg_operator) GETSTRUCT(tuple);
+	filter = psprintf(" AND g.resource_value OPERATOR(%s.%s) %s::%s",
+					  quote_identifier(get_namespace_name(opr->oprnamespace)),
+					  NameStr(opr->oprname),
+					  quote_literal_cstr(text_to_cstring(resource)),
+					  format_type_be_qualified(type));
+	ReleaseSysCache(tuple);
+	return filter;
+}
+
+/*
  * The call is about to write, below Citus's executor, a shard placed on
  * this node (Citus runs a delegated call here, in this backend, when the
  * shard is here: README.md).  Tell Citus, as its local executor does for
@@ -176,14 +211,13 @@ route_key_type(const CitusTable *table)
  * statement runs as the owner of the table it names: the consumer set has
  * no DELETE on the consumer's tables (they are written by the consumer
  * functions only, docs/privileges.md), and the caller was allowed to run
- * the consumer function that routes here.  keytype is the type of the
- * routing column of a consumer distributed by another type than text (the
- * statement names its value, or Citus would run it on every shard), else
- * NULL.  The caller is connected to SPI.
+ * the consumer function that routes here.  table is the consumer's
+ * positions table as Citus distributes it.  The caller is connected to
+ * SPI.
  */
 static void
 route_local_write(const char *tag, text *consumer, text *resource,
-				  const char *keytype)
+				  const CitusTable *table)
 {
 	const char *local = GetConfigOption("citus.enable_local_execution", true,
 										false);
@@ -204,10 +238,7 @@ route_local_write(const char *tag, text *consumer, text *resource,
 				   "   AND g.attempts OPERATOR(pg_catalog.<) 0%s",
 				   tag, quote_literal_cstr(text_to_cstring(consumer)),
 				   quote_literal_cstr(text_to_cstring(resource)),
-				   keytype == NULL ? "" :
-				   psprintf(" AND g.resource_value OPERATOR(pg_catalog.=) %s::%s",
-							quote_literal_cstr(text_to_cstring(resource)),
-							keytype));
+				   route_key_filter(table, resource));
 	if (!OidIsValid(gap_requests))
 		elog(ERROR, "the gap requests of consumer \"%s\" are not on this node",
 			 text_to_cstring(consumer));
@@ -338,7 +369,7 @@ citus_route_call(FunctionCallInfo fcinfo, char op, ConsumerCall *call,
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (op != CONSUMER_OP_POSITION && citus_shard_here(shard.shardid))
-		route_local_write(tag, consumer, resource, keytype);
+		route_local_write(tag, consumer, resource, &table);
 	ret = SPI_execute(sql, false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "routing a call of consumer \"%s\" failed: %s",
@@ -604,7 +635,7 @@ citus_route_batch(FunctionCallInfo fcinfo, char op, const BatchEvent *batch,
 			route_check_reachable(consumer, events[first].shardid);
 			if (citus_shard_here(events[first].shardid))
 				route_local_write(tag, consumer, events[first].event->resource,
-								  keytype);
+								  &table);
 		}
 		sql = psprintf("SELECT ord, seq, payload FROM ordering_internal.%s_batch("
 					   "%s::pg_catalog.\"char\", %s::%s, "
