@@ -153,16 +153,14 @@ citus_route_op_returns_rows(char op)
 /*
  * The type of the routing column of a consumer whose tables are
  * distributed by another type than text, qualified, for a literal of the
- * call's resource; NULL for text.  A domain's base type: Citus routes only
- * by a constant, and a value of a domain with constraints is an
- * expression until it runs (citus_consumer_key() checked the constraints).
+ * call's resource; NULL for text.
  */
 static const char *
 route_key_type(const CitusTable *table)
 {
 	Oid			type = citus_consumer_key_type(table);
 
-	return type == TEXTOID ? NULL : format_type_be_qualified(getBaseType(type));
+	return type == TEXTOID ? NULL : format_type_be_qualified(type);
 }
 
 /*

@@ -253,6 +253,12 @@ sql($coord, q{
 fails($coord, q{SELECT ordering.distribute_consumer('cons_num', 'proj_num')},
 	'0A000', qr/of type numeric, which a distributed consumer cannot be keyed by.*HINT:\s+Distribute the projection by a bigint, uuid or text/s,
 	'distribute_consumer() of a projection distributed by numeric');
+sql($coord, q{
+	CREATE TABLE proj_dom (id tenant_id PRIMARY KEY, version bigint);
+	SELECT create_distributed_table('proj_dom', 'id', colocate_with => 'tenants_dom');});
+fails($coord, q{SELECT ordering.distribute_consumer('cons_dom', 'proj_dom')},
+	'0A000', qr/of domain (public\.)?tenant_id, which a distributed consumer cannot be keyed by.*HINT:\s+Distribute the projection by the domain's base type, bigint/s,
+	'distribute_consumer() of a projection distributed by a domain');
 
 my %cons_tag;
 for my $k (qw(big uuid))

@@ -7,7 +7,8 @@
 -- a routing column resource_value of that type and collation, last in
 -- their primary keys, which holds the resource id read as that type, and
 -- are distributed by it; the call and batch functions take the resource id
--- as that type (a domain's base type), which Citus routes by.
+-- as that type, which Citus routes by.  Domains are refused: Citus does
+-- not route a call by a value of a domain.
 CREATE OR REPLACE FUNCTION ordering.distribute_consumer(consumer text, colocate_with regclass)
     RETURNS void
     LANGUAGE plpgsql
@@ -25,7 +26,6 @@ DECLARE
     coordinator boolean;
     base pg_catalog.oid;
     keytype text;           -- the routing column's type, NULL for text
-    argtype text;           -- its base type: the call's argument Citus routes by
     pk record;
     unwritten text;         -- a resource id the type writes otherwise
 BEGIN
@@ -83,7 +83,8 @@ BEGIN
        AND a.attname OPERATOR(pg_catalog.=) part.distcol;
     -- Another type than text: the routing column holds the resource id read
     -- as that type, which must give back a value equal to the one the id
-    -- was made of (ordering.resource_key() of it): the types of attach().
+    -- was made of (ordering.resource_key() of it): the types of attach(),
+    -- domains aside.
     IF col.atttypid OPERATOR(pg_catalog.<>) 'pg_catalog.text'::pg_catalog.regtype THEN
         base := col.atttypid;
         WHILE EXISTS (SELECT FROM pg_catalog.pg_type t
@@ -105,10 +106,16 @@ BEGIN
                       DETAIL = 'A distributed consumer''s tables are distributed by the resource id read as the projection''s type; that is exact for smallint, integer, bigint, uuid, text, varchar, citext and domains over them.',
                       HINT = 'Distribute the projection by a bigint, uuid or text column that holds the resource (as ordering.resource_key() writes it, for text).';
         END IF;
+        -- Citus delegates a call only by a constant of the column's type,
+        -- and a value of a domain is an expression until it runs
+        IF base OPERATOR(pg_catalog.<>) col.atttypid THEN
+            RAISE EXCEPTION 'table % is distributed by column % of domain %, which a distributed consumer cannot be keyed by',
+                            colocate_with, part.distcol, col.atttypid::pg_catalog.regtype
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'Citus routes a call of the consumer by a constant of the distribution column''s type, and a value of a domain is not one.',
+                      HINT = pg_catalog.format('Distribute the projection by the domain''s base type, %s.', base::pg_catalog.regtype);
+        END IF;
         keytype := pg_catalog.format_type(col.atttypid, NULL);
-        -- a constant of a domain with constraints is no constant to
-        -- Citus's delegation; one of the base type is, and Citus casts it
-        argtype := pg_catalog.format_type(base, NULL);
     END IF;
     IF NOT col.collisdeterministic THEN
         RAISE EXCEPTION 'table % is distributed by a column of the nondeterministic collation %',
@@ -229,10 +236,10 @@ BEGIN
     FOR fn IN
         SELECT v.suffix, v.symbol,
                pg_catalog.replace(v.args, 'resource_id pg_catalog.text,',
-                                  'resource_id ' OPERATOR(pg_catalog.||) COALESCE(argtype, 'pg_catalog.text') OPERATOR(pg_catalog.||) ',') AS args,
+                                  'resource_id ' OPERATOR(pg_catalog.||) COALESCE(keytype, 'pg_catalog.text') OPERATOR(pg_catalog.||) ',') AS args,
                v.result, v.rows, v.comment,
                pg_catalog.regexp_replace(pg_catalog.replace(v.args, 'resource_id pg_catalog.text,',
-                                                            'resource_id ' OPERATOR(pg_catalog.||) COALESCE(argtype, 'pg_catalog.text') OPERATOR(pg_catalog.||) ','),
+                                                            'resource_id ' OPERATOR(pg_catalog.||) COALESCE(keytype, 'pg_catalog.text') OPERATOR(pg_catalog.||) ','),
                                          '(^|, )[a-z_]+ ', '\1', 'g') AS types,
                pg_catalog.format('ordering_internal.%I', tag || v.suffix) AS name
           FROM (VALUES ('_call', 'ordering_consumer_call',
