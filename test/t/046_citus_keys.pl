@@ -13,9 +13,10 @@
 # co-located, needs it).  What stays refused: a numeric resource (0A000) and
 # a second table of a stream with another key type (42804).
 #
-# Consumers distributed with a projection keyed by bigint or uuid (1.2
-# refused them with 22004, the first 1.3 with 0A000): their tables are
-# distributed by a column of that type, co-located with the projection;
+# Consumers distributed with a projection keyed by bigint, uuid or citext
+# (1.2 refused them with 22004; domains and numeric stay refused): their
+# tables are distributed by a column of that type, co-located with the
+# projection;
 # events delivered in and out of order on resources of every shard, parked
 # and drained, in batches, a dead letter discarded, a gap swept and
 # skipped; a handler that writes the projection in the call's transaction
@@ -348,6 +349,37 @@ for my $k (qw(big uuid))
 		"$type{$k}: consumer_summary() counts the consumer's 12 resources");
 	is(sql($coord, qq{SELECT count(*) FROM ordering.consumer_state('cons_$k', 16, ARRAY(SELECT generate_series(0, 15)))}), '12',
 		"$type{$k}: consumer_state() lists them");
+}
+
+# citext (its equality is not in pg_catalog): in and out of order, a dead
+# letter seen and discarded on the coordinator
+if ($has_citext)
+{
+	sql($coord, q{
+		CREATE TABLE proj_ci (id citext PRIMARY KEY, log text NOT NULL);
+		SELECT create_distributed_table('proj_ci', 'id', colocate_with => 'tenants_ci');
+		CREATE FUNCTION apply_ci(r text, s bigint, p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+			IF p ? 'poison' THEN
+				RAISE EXCEPTION 'poison event % of %', s, r;
+			END IF;
+			INSERT INTO proj_ci AS t (id, log) VALUES (r::citext, s::text)
+			ON CONFLICT (id) DO UPDATE SET log = t.log || ',' || EXCLUDED.log;
+		END $$;
+		SELECT ordering.distribute_consumer('cons_ci', 'proj_ci');});
+	for my $t (map { $key{ci}->($_) } 1 .. 6)
+	{
+		sql($coord, qq{SELECT ordering.deliver('cons_ci', '$t', $_, '{}', 'apply_ci(text,bigint,jsonb)', 'dead_letter')})
+		  for (2, 3, 1);
+	}
+	is(sql($coord, q{SELECT string_agg(DISTINCT log, ' ') || ' ' || count(*) FROM proj_ci}), '1,2,3 6',
+		"citext: a consumer keyed by citext applies every tenant's events in order");
+	sql($coord, q{SELECT ordering.deliver('cons_ci', 'T1', 4, '{"poison": true}', 'apply_ci(text,bigint,jsonb)', 'dead_letter')});
+	is(sql($coord, q{SELECT resource_id || ':' || seq FROM ordering.dead_letters WHERE consumer = 'cons_ci'}),
+		'T1:4', 'citext: a dead letter shows on the coordinator');
+	is(sql($coord, q{SELECT count(*) FROM ordering.discard_dead_letter('cons_ci', 'T1')}), '0',
+		'citext: ... and is discarded');
+	is(sql($coord, q{SELECT ordering.position('cons_ci', 'T1')}), '4', 'citext: ... past it');
 }
 
 # ids the type does not read, or writes otherwise: refused, nothing written
