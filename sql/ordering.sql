@@ -328,6 +328,7 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 \ir definitions/citus/create_distributed_sequencing_triggers.sql
 \ir definitions/citus/consumer_tag.sql
 \ir definitions/citus/distributed_consumer_table.sql
+\ir definitions/citus/distributed_consumer_column.sql
 \ir definitions/citus/distribute_consumer.sql
 -- A table named by its qualified name and stored as its OID on the node
 -- that reads the name: the registry of distributed streams

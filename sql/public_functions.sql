@@ -87,6 +87,8 @@ INSERT INTO pf_calls VALUES
    $$SELECT ordering_internal.consumer_tag('billing')$$),
   ('ordering_internal.check_distributed_consumers(double precision, bigint)',
    $$SELECT ordering_internal.check_distributed_consumers(100, 10)$$),
+  ('ordering_internal.distributed_consumer_column(text)',
+   $$SELECT ordering_internal.distributed_consumer_column('billing')$$),
   ('ordering_internal.distributed_consumer_table(text, text)',
    $$SELECT ordering_internal.distributed_consumer_table('billing', '_positions')$$),
   ('ordering_internal.sequence_stored()',

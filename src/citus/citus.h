@@ -121,6 +121,8 @@ extern Oid	citus_consumer_relation(const char *tag, const char *suffix);
 extern bool citus_consumers_possible(void);
 extern Oid	citus_consumer_positions(text *consumer);
 extern void citus_consumer_confirm(text *consumer);
+extern Oid	citus_consumer_key_type(const CitusTable *table);
+extern Datum citus_consumer_key(const CitusTable *table, text *resource);
 extern void citus_consumer_lock_resource(Oid positions, text *resource,
 										 CitusTable *table, CitusShard *shard);
 ORDERING_NORETURN extern void citus_consumer_not_distributed(Oid positions);

@@ -15,6 +15,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -278,6 +279,69 @@ citus_consumer_shards_keep_changing(Oid positions)
 }
 
 /*
+ * The type a distributed consumer's table is distributed by: text, or
+ * (1.3) the type of its projection's distribution column, of its routing
+ * column resource_value.
+ */
+Oid
+citus_consumer_key_type(const CitusTable *table)
+{
+	return get_atttype(table->relid, table->distcol);
+}
+
+/*
+ * The value Citus routes a resource of a distributed consumer by (of the
+ * type its tables are distributed by): the resource id itself for text;
+ * else the id read as that type, which must give the id back as the type
+ * writes it (ordering.resource_key() of the producer's value), or
+ * another spelling of one value would be a resource of its own with a
+ * position of its own ('42' and '042', a uuid in upper case).  A value
+ * that does not parse fails as the type's input does (22P02, 22003 out of
+ * range); another spelling is refused with 22P02.  The input and output
+ * functions of the last type asked for are kept.
+ */
+Datum
+citus_consumer_key(const CitusTable *table, text *resource)
+{
+	static Oid	cached_type = InvalidOid;
+	static FmgrInfo input;
+	static FmgrInfo output;
+	static Oid	ioparam;
+	Oid			type = citus_consumer_key_type(table);
+	char	   *id;
+	Datum		value;
+	char	   *written;
+
+	if (type == TEXTOID)
+		return PointerGetDatum(resource);
+	if (type != cached_type)
+	{
+		Oid			infn;
+		Oid			outfn;
+		bool		varlena;
+
+		cached_type = InvalidOid;
+		getTypeInputInfo(type, &infn, &ioparam);
+		getTypeOutputInfo(type, &outfn, &varlena);
+		fmgr_info_cxt(infn, &input, TopMemoryContext);
+		fmgr_info_cxt(outfn, &output, TopMemoryContext);
+		cached_type = type;
+	}
+	id = text_to_cstring(resource);
+	value = InputFunctionCall(&input, id, ioparam, -1);
+	written = OutputFunctionCall(&output, value);
+	if (strcmp(written, id) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("resource id \"%s\" is not written as type %s writes it",
+						id, format_type_be(type)),
+				 errdetail("The consumer's tables are distributed by a column of type %s; that value is the resource \"%s\".",
+						   format_type_be(type), written),
+				 errhint("Pass the resource id as ordering.resource_key() gives it for the producer's value.")));
+	return value;
+}
+
+/*
  * Find the shard of a resource in a distributed consumer's positions
  * table, lock the shard group's metadata in ShareLock and look again until
  * the shard found before and after the lock is the same (a split may have
@@ -293,13 +357,13 @@ citus_consumer_lock_resource(Oid positions, text *resource, CitusTable *table,
 	{
 		CitusShard	again;
 
-		citus_shard_for(table, PointerGetDatum(resource), shard);
+		citus_shard_for(table, citus_consumer_key(table, resource), shard);
 		citus_lock_shard(table, shard, ShareLock);
 		/* the lock let in what committed meanwhile: look again */
 		if (!citus_table(positions, table))
 			elog(ERROR, "relation \"%s\" is no longer distributed",
 				 get_rel_name(positions));
-		citus_shard_for(table, PointerGetDatum(resource), &again);
+		citus_shard_for(table, citus_consumer_key(table, resource), &again);
 		if (again.shardid == shard->shardid && again.index == shard->index)
 		{
 			/* and Citus's own view of it is ours (citus_meta.c) */

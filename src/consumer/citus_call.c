@@ -222,9 +222,32 @@ call_check_function(FunctionCallInfo fcinfo, text *consumer,
 }
 
 /*
+ * The resource id a call or batch function was given (its second
+ * argument): text, or (a consumer whose tables are distributed by another
+ * type) a value of that type, which Citus routed by, written as the type
+ * writes it, as ordering.resource_key() writes the producer's value: the
+ * routing accepted no other spelling (citus_consumer_key()).
+ */
+static text *
+call_resource(FunctionCallInfo fcinfo)
+{
+	Oid		   *argtypes;
+	int			nargs;
+	Oid			output;
+	bool		varlena;
+
+	(void) get_func_signature(fcinfo->flinfo->fn_oid, &argtypes, &nargs);
+	if (nargs < 2 || argtypes[1] == TEXTOID)
+		return PG_GETARG_TEXT_PP(1);
+	getTypeOutputInfo(argtypes[1], &output, &varlena);
+	return cstring_to_text(OidOutputFunctionCall(output, PG_GETARG_DATUM(1)));
+}
+
+/*
  * ordering_internal.<tag>_call(op "char", resource_id text, consumer text,
  *								seq bigint, payload jsonb,
  *								handler regprocedure, option text)
+ * (resource_id of the type the consumer's tables are distributed by)
  * returns table (seq bigint, payload jsonb)
  *
  * Runs one consumer function's call on this node's shards of the
@@ -248,7 +271,7 @@ ordering_consumer_call(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("op, resource_id and consumer must not be null")));
 	op = PG_GETARG_CHAR(0);
-	resource = PG_GETARG_TEXT_PP(1);
+	resource = call_resource(fcinfo);
 	consumer = PG_GETARG_TEXT_PP(2);
 
 	/* the function of this consumer, and a consumer function it may run */
@@ -263,7 +286,8 @@ ordering_consumer_call(PG_FUNCTION_ARGS)
 	InitFunctionCallInfoData(*inner, fcinfo->flinfo, 0, InvalidOid, NULL,
 							 citus_route_op_returns_rows(op) ? (Node *) rsinfo : NULL);
 	inner->args[0] = fcinfo->args[2];
-	inner->args[1] = fcinfo->args[1];
+	inner->args[1].value = PointerGetDatum(resource);
+	inner->args[1].isnull = false;
 	switch (op)
 	{
 		case CONSUMER_OP_DELIVER:
@@ -391,7 +415,8 @@ call_part_ords(FunctionCallInfo fcinfo, char op, const CallHere *here,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("ords and resource_ids must not hold nulls")));
 		ordvals[i] = DatumGetInt32(ords[i]);
-		hash = citus_hash(&here->table, ids[i]);
+		hash = citus_hash(&here->table,
+						  citus_consumer_key(&here->table, DatumGetTextPP(ids[i])));
 		if (hash < here->shard.minvalue || hash > here->shard.maxvalue ||
 			(op == CONSUMER_OP_DELIVER_BATCH_HANDLER &&
 			 !ordering_text_equal(DatumGetTextPP(ids[i]), resource)))
@@ -432,6 +457,7 @@ call_put_applied(ReturnSetInfo *part, ReturnSetInfo *rsinfo)
  *								 ords integer[], resource_ids text[],
  *								 seqs bigint[], payloads jsonb[],
  *								 handler regprocedure, option text)
+ * (resource_id of the type the consumer's tables are distributed by)
  * returns table (ord integer, seq bigint, payload jsonb)
  *
  * Runs a part of a batch on this node's shards of resource_id (every event
@@ -460,7 +486,7 @@ ordering_consumer_batch(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("op, resource_id, consumer, ords and resource_ids must not be null")));
 	op = PG_GETARG_CHAR(0);
-	resource = PG_GETARG_TEXT_PP(1);
+	resource = call_resource(fcinfo);
 	consumer = PG_GETARG_TEXT_PP(2);
 	call_check_function(fcinfo, consumer, "_batch", here.tag);
 	call_check_privilege(op, batch_forms, lengthof(batch_forms), false);

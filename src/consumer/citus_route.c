@@ -16,6 +16,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
@@ -34,6 +35,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
+#include "utils/typcache.h"
 
 #include "as_owner.h"
 #include "citus.h"
@@ -89,10 +91,12 @@ route_arg(FunctionCallInfo fcinfo, int i, Oid type)
 /*
  * The arguments of the call function for op, from the consumer function's
  * own: seq, payload, handler and the last text argument (on_error or
- * reason), as SQL literals.
+ * reason), as SQL literals; the resource id as a literal of keytype, the
+ * type the consumer's tables are distributed by, which Citus hashes.
  */
 static char *
-route_call_sql(FunctionCallInfo fcinfo, char op, const char *tag)
+route_call_sql(FunctionCallInfo fcinfo, char op, const char *tag,
+			   const char *keytype)
 {
 	const char *seq = NULL;
 	const char *payload = NULL;
@@ -125,12 +129,12 @@ route_call_sql(FunctionCallInfo fcinfo, char op, const char *tag)
 			break;
 	}
 	return psprintf("SELECT seq, payload FROM ordering_internal.%s_call("
-					"%s::pg_catalog.\"char\", %s::pg_catalog.text, "
+					"%s::pg_catalog.\"char\", %s::%s, "
 					"%s::pg_catalog.text, %s::pg_catalog.int8, "
 					"%s::pg_catalog.jsonb, %s::pg_catalog.regprocedure, "
 					"%s::pg_catalog.text)",
 					tag, quote_literal_cstr(psprintf("%c", op)),
-					route_literal(route_arg(fcinfo, 1, TEXTOID)),
+					route_literal(route_arg(fcinfo, 1, TEXTOID)), keytype,
 					route_literal(route_arg(fcinfo, 0, TEXTOID)),
 					route_literal(seq), route_literal(payload),
 					route_literal(handler), route_literal(option));
@@ -147,6 +151,52 @@ citus_route_op_returns_rows(char op)
 }
 
 /*
+ * The type of the routing column of a consumer whose tables are
+ * distributed by another type than text, qualified, for a literal of the
+ * call's resource; NULL for text.
+ */
+static const char *
+route_key_type(const CitusTable *table)
+{
+	Oid			type = citus_consumer_key_type(table);
+
+	return type == TEXTOID ? NULL : format_type_be_qualified(type);
+}
+
+/*
+ * The condition on the routing column of the gap requests of a consumer
+ * distributed by another type than text, for a statement on the
+ * resource's rows: Citus runs a statement that names the distribution
+ * column's value on that value's shard only, and every other on every
+ * shard.  Its type's own equality (citext's is not in pg_catalog),
+ * qualified.  Empty for text, whose resource_id is that column.
+ */
+static const char *
+route_key_filter(const CitusTable *table, text *resource)
+{
+	Oid			type = citus_consumer_key_type(table);
+	TypeCacheEntry *entry;
+	HeapTuple	tuple;
+	Form_pg_operator opr;
+	char	   *filter;
+
+	if (type == TEXTOID)
+		return "";
+	entry = lookup_type_cache(type, TYPECACHE_EQ_OPR);
+	tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(entry->eq_opr));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "no equality operator for type %s", format_type_be(type));
+	opr = (Form_pg_operator) GETSTRUCT(tuple);
+	filter = psprintf(" AND g.resource_value OPERATOR(%s.%s) %s::%s",
+					  quote_identifier(get_namespace_name(opr->oprnamespace)),
+					  NameStr(opr->oprname),
+					  quote_literal_cstr(text_to_cstring(resource)),
+					  format_type_be_qualified(type));
+	ReleaseSysCache(tuple);
+	return filter;
+}
+
+/*
  * The call is about to write, below Citus's executor, a shard placed on
  * this node (Citus runs a delegated call here, in this backend, when the
  * shard is here: README.md).  Tell Citus, as its local executor does for
@@ -159,10 +209,13 @@ citus_route_op_returns_rows(char op)
  * statement runs as the owner of the table it names: the consumer set has
  * no DELETE on the consumer's tables (they are written by the consumer
  * functions only, docs/privileges.md), and the caller was allowed to run
- * the consumer function that routes here.  The caller is connected to SPI.
+ * the consumer function that routes here.  table is the consumer's
+ * positions table as Citus distributes it.  The caller is connected to
+ * SPI.
  */
 static void
-route_local_write(const char *tag, text *consumer, text *resource)
+route_local_write(const char *tag, text *consumer, text *resource,
+				  const CitusTable *table)
 {
 	const char *local = GetConfigOption("citus.enable_local_execution", true,
 										false);
@@ -180,9 +233,10 @@ route_local_write(const char *tag, text *consumer, text *resource)
 	sql = psprintf("DELETE FROM ordering_internal.%s_gap_requests g"
 				   " WHERE g.consumer OPERATOR(pg_catalog.=) %s"
 				   "   AND g.resource_id OPERATOR(pg_catalog.=) %s"
-				   "   AND g.attempts OPERATOR(pg_catalog.<) 0",
+				   "   AND g.attempts OPERATOR(pg_catalog.<) 0%s",
 				   tag, quote_literal_cstr(text_to_cstring(consumer)),
-				   quote_literal_cstr(text_to_cstring(resource)));
+				   quote_literal_cstr(text_to_cstring(resource)),
+				   route_key_filter(table, resource));
 	if (!OidIsValid(gap_requests))
 		elog(ERROR, "the gap requests of consumer \"%s\" are not on this node",
 			 text_to_cstring(consumer));
@@ -272,6 +326,7 @@ citus_route_call(FunctionCallInfo fcinfo, char op, ConsumerCall *call,
 	CitusTable	table;
 	CitusShard	shard;
 	char		tag[CITUS_CONSUMER_TAG_LEN + 1];
+	const char *keytype;
 	char	   *sql;
 	int			save_nestlevel;
 	int			ret;
@@ -294,7 +349,9 @@ citus_route_call(FunctionCallInfo fcinfo, char op, ConsumerCall *call,
 	citus_consumer_lock_resource(positions, resource, &table, &shard);
 	route_check_reachable(consumer, shard.shardid);
 	citus_consumer_tag(consumer, tag);
-	sql = route_call_sql(fcinfo, op, tag);
+	keytype = route_key_type(&table);
+	sql = route_call_sql(fcinfo, op, tag,
+						 keytype != NULL ? keytype : "pg_catalog.text");
 	if (citus_route_op_returns_rows(op))
 		consumer_materialize(fcinfo);
 
@@ -310,7 +367,7 @@ citus_route_call(FunctionCallInfo fcinfo, char op, ConsumerCall *call,
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (op != CONSUMER_OP_POSITION && citus_shard_here(shard.shardid))
-		route_local_write(tag, consumer, resource);
+		route_local_write(tag, consumer, resource, &table);
 	ret = SPI_execute(sql, false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "routing a call of consumer \"%s\" failed: %s",
@@ -443,10 +500,12 @@ route_part_array(RouteEvent *events, int n, int field)
  * The n events of a batch (batch.c's, in input order) with the shard of
  * each, holding the metadata lock of every shard group they touch (taken
  * in the groups' order; see citus_consumer_lock_resource() for why the shards are
- * looked up again), sorted into parts (route_event_cmp).
+ * looked up again), sorted into parts (route_event_cmp); *tablep gets the
+ * positions table as Citus distributes it.
  */
 static RouteEvent *
-route_batch_events(const BatchEvent *batch, int n, char op, Oid positions)
+route_batch_events(const BatchEvent *batch, int n, char op, Oid positions,
+				   CitusTable *tablep)
 {
 	RouteEvent *events = palloc(sizeof(RouteEvent) * Max(n, 1));
 	CitusTable	table;
@@ -467,7 +526,7 @@ route_batch_events(const BatchEvent *batch, int n, char op, Oid positions)
 		for (int i = 0; i < n; i++)
 		{
 			text	   *resource = events[i].event->resource;
-			int32		hash = citus_hash(&table, PointerGetDatum(resource));
+			int32		hash = citus_hash(&table, citus_consumer_key(&table, resource));
 			const CitusShard *shard = citus_shard_holding(shards, nshards, hash);
 
 			if (shard == NULL)
@@ -495,6 +554,7 @@ route_batch_events(const BatchEvent *batch, int n, char op, Oid positions)
 				citus_lock_shard(&table, &shards[events[i].shard], ShareLock);
 		pfree(shards);
 	}
+	*tablep = table;
 	return events;
 }
 
@@ -515,6 +575,8 @@ citus_route_batch(FunctionCallInfo fcinfo, char op, const BatchEvent *batch,
 	text	   *consumer = call->consumer;
 	Oid			positions;
 	RouteEvent *events;
+	CitusTable	table;
+	const char *keytype;
 	char		tag[CITUS_CONSUMER_TAG_LEN + 1];
 	const char *handler = NULL;
 	const char *option = NULL;
@@ -540,7 +602,8 @@ citus_route_batch(FunctionCallInfo fcinfo, char op, const BatchEvent *batch,
 	if (!OidIsValid(positions))
 		return route_local(consumer);
 
-	events = route_batch_events(batch, n, op, positions);
+	events = route_batch_events(batch, n, op, positions, &table);
+	keytype = route_key_type(&table);
 	citus_consumer_tag(consumer, tag);
 	if (op == CONSUMER_OP_DELIVER_BATCH_HANDLER)
 	{
@@ -569,16 +632,18 @@ citus_route_batch(FunctionCallInfo fcinfo, char op, const BatchEvent *batch,
 		{
 			route_check_reachable(consumer, events[first].shardid);
 			if (citus_shard_here(events[first].shardid))
-				route_local_write(tag, consumer, events[first].event->resource);
+				route_local_write(tag, consumer, events[first].event->resource,
+								  &table);
 		}
 		sql = psprintf("SELECT ord, seq, payload FROM ordering_internal.%s_batch("
-					   "%s::pg_catalog.\"char\", %s::pg_catalog.text, "
+					   "%s::pg_catalog.\"char\", %s::%s, "
 					   "%s::pg_catalog.text, %s::pg_catalog.int4[], "
 					   "%s::pg_catalog.text[], %s::pg_catalog.int8[], "
 					   "%s::pg_catalog.jsonb[], %s::pg_catalog.regprocedure, "
 					   "%s::pg_catalog.text)",
 					   tag, quote_literal_cstr(psprintf("%c", op)),
 					   quote_literal_cstr(text_to_cstring(events[first].event->resource)),
+					   keytype != NULL ? keytype : "pg_catalog.text",
 					   quote_literal_cstr(text_to_cstring(consumer)),
 					   route_part_array(&events[first], last - first + 1, 0),
 					   route_part_array(&events[first], last - first + 1, 1),

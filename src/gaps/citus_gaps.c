@@ -46,11 +46,12 @@ static const char *const list_sql =
 
 /*
  * One sweep of a shard group (gaps.h, sweep.c's statement on the
- * shards; %3$s its gap_requests shard): the emitted requests as JSON rows.
+ * shards; %3$s its gap_requests shard; %4$s and %5$s its routing column
+ * and value, or empty): the emitted requests as JSON rows.
  */
 static const char *const sweep_sql =
 ORDERING_SWEEP_SQL("(" SHARD_OPEN_GAPS ")", "%3$s",
-				   "pg_catalog.row_to_json(u)::pg_catalog.text");
+				   "pg_catalog.row_to_json(u)::pg_catalog.text", "%4$s", "%5$s");
 
 /*
  * The qualified name of a relation, for the SQL above.
@@ -96,12 +97,18 @@ shard_group_gaps(const char *tag, const CitusTable *table,
 
 	if (sweep)
 	{
+		Oid			keytype = citus_consumer_key_type(table);
+
 		/* as sweep.c: the lock, then the snapshot */
 		LockRelationOid(shards[2], ShareRowExclusiveLock);
 		ret = SPI_execute_snapshot(SPI_prepare(psprintf(sweep_sql,
 														qualified_name(shards[0]),
 														qualified_name(shards[1]),
-														qualified_name(shards[2])),
+														qualified_name(shards[2]),
+														keytype == TEXTOID ? "" : ", resource_value",
+														keytype == TEXTOID ? "" :
+														psprintf(", CAST(gap.resource_id AS %s)",
+																 format_type_be_qualified(keytype))),
 											   1, argtypes),
 								   args, NULL, GetLatestSnapshot(),
 								   InvalidSnapshot, false, true, 0);

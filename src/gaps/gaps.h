@@ -58,8 +58,11 @@
  * open gaps with whether to emit each; "cleaned" deletes the requests of
  * gaps no longer open; "upsert" writes the requests (EXCLUDED.attempts is
  * 1 to emit, 0 to only refresh).  Returns the emitted requests.
+ * ROUTING_COLUMN and ROUTING_VALUE are empty, or for the shard of a
+ * consumer distributed by another type than text ", resource_value" and
+ * ", <the resource id cast to that type>" (README.md).
  */
-#define ORDERING_SWEEP_SQL(OPEN_GAPS, REQUESTS, RESULT) \
+#define ORDERING_SWEEP_SQL(OPEN_GAPS, REQUESTS, RESULT, ROUTING_COLUMN, ROUTING_VALUE) \
 "WITH gap AS MATERIALIZED (" \
 "  SELECT o.consumer, o.resource_id, o.missing_from, o.missing_to," \
 "         o.parked_count, o.first_parked_at," \
@@ -80,12 +83,12 @@
 "), upsert AS (" \
 "  INSERT INTO " REQUESTS " AS g" \
 "         (consumer, resource_id, missing_from, missing_to, parked_count," \
-"          first_parked_at, detected_at, last_requested_at, attempts)" \
+"          first_parked_at, detected_at, last_requested_at, attempts" ROUTING_COLUMN ")" \
 "  SELECT gap.consumer, gap.resource_id, gap.missing_from, gap.missing_to," \
 "         gap.parked_count, gap.first_parked_at, pg_catalog.now(), pg_catalog.now()," \
-"         CASE WHEN gap.emit THEN 1 ELSE 0 END" \
+"         CASE WHEN gap.emit THEN 1 ELSE 0 END" ROUTING_VALUE \
 "    FROM gap" \
-"  ON CONFLICT (consumer, resource_id) DO UPDATE" \
+"  ON CONFLICT (consumer, resource_id" ROUTING_COLUMN ") DO UPDATE" \
 "     SET missing_from = EXCLUDED.missing_from," \
 "         missing_to = EXCLUDED.missing_to," \
 "         parked_count = EXCLUDED.parked_count," \
@@ -93,7 +96,9 @@
 "         last_requested_at = CASE WHEN EXCLUDED.attempts OPERATOR(pg_catalog.=) 1" \
 "                                  THEN pg_catalog.now() ELSE g.last_requested_at END," \
 "         attempts = g.attempts OPERATOR(pg_catalog.+) EXCLUDED.attempts" \
-"  RETURNING g.*" \
+"  RETURNING g.consumer, g.resource_id, g.missing_from, g.missing_to," \
+"            g.parked_count, g.first_parked_at, g.detected_at," \
+"            g.last_requested_at, g.attempts" \
 ")" \
 " SELECT " RESULT \
 "   FROM upsert u" \

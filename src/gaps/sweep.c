@@ -43,7 +43,7 @@ ORDERING_SWEEP_SQL("(" ORDERING_OPEN_GAPS_SQL("ordering.positions", "ordering.pa
 				   "u.consumer, u.resource_id, u.missing_from, u.missing_to,"
 				   " u.parked_count, u.first_parked_at, u.detected_at,"
 				   " u.last_requested_at, u.attempts,"
-				   " pg_catalog.row_to_json(u)::pg_catalog.text");
+				   " pg_catalog.row_to_json(u)::pg_catalog.text", "", "");
 
 /* $1: the database; the value of its own ordering.restoring, if it has one */
 static const char *const restoring_sql =

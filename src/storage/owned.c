@@ -82,7 +82,8 @@ static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
 		{"position", INT8OID, true}, {"blocked_at", INT8OID, false},
 		{"parked_count", INT8OID, true}, {"parked_lowest", INT8OID, true},
 		{"parked_highest", INT8OID, true}},
-		.checks = {"positions_position_check"}
+		.checks = {"positions_position_check"},
+		.routing = "resource_value"
 	},
 	[OWNED_PARKED] = {
 		.relname = "parked",
@@ -93,7 +94,8 @@ static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
 		{"parked_at", TIMESTAMPTZOID, true}},
 		.checks = {"parked_seq_check"},
 		.triggers = {"parked_inserted", "parked_updated", "parked_deleted",
-		"parked_truncated"}
+		"parked_truncated"},
+		.routing = "resource_value"
 	},
 	[OWNED_GAP_REQUESTS] = {
 		.relname = "gap_requests",
@@ -105,7 +107,8 @@ static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
 		{"first_parked_at", TIMESTAMPTZOID, true},
 		{"detected_at", TIMESTAMPTZOID, true},
 		{"last_requested_at", TIMESTAMPTZOID, true},
-		{"attempts", INT4OID, true}}
+		{"attempts", INT4OID, true}},
+		.routing = "resource_value"
 	},
 	[OWNED_DEAD_LETTERS] = {
 		.relname = "dead_letter_events",
@@ -116,7 +119,8 @@ static const OwnedTableDef owned_defs[OWNED_NUM_TABLES] = {
 		{"sqlstate", TEXTOID, false}, {"message", TEXTOID, false},
 		{"detail", TEXTOID, false}, {"failed_at", TIMESTAMPTZOID, true},
 		{"attempts", INT4OID, true}},
-		.checks = {"dead_letter_events_seq_check", "dead_letter_events_attempts_check"}
+		.checks = {"dead_letter_events_seq_check", "dead_letter_events_attempts_check"},
+		.routing = "resource_value"
 	},
 	[OWNED_ATTACHMENTS] = {
 		.relname = "attachments",
@@ -718,23 +722,22 @@ owned_open_relid(OwnedTableId shape, Oid relid, LOCKMODE mode,
 
 /*
  * The routing column of a new row of a table that has one (README.md):
- * the row's key (its last key column, text) read back as the column's
- * type.  attach() accepts only types whose key reads back as a value equal
- * to the one it was made of, so Citus would route that value to this very
- * shard, as it routes the rows the counter counts.
+ * the row's resource id (its second column, text, in every table that may
+ * have one) read back as the column's type.  attach() and
+ * distribute_consumer() accept only types whose key reads back as a value
+ * equal to the one it was made of, so Citus would route that value to this
+ * very shard, as it routes the rows the table's rows are about.
  */
 void
-owned_fill_routing(OwnedRel *orel, const Datum *key, Datum *values,
-				   bool *nulls)
+owned_fill_routing(OwnedRel *orel, Datum *values, bool *nulls)
 {
 	Form_pg_attribute att = TupleDescAttr(orel->desc, orel->routing_att - 1);
-	const OwnedTableDef *def = &owned_defs[orel->id];
 	Oid			input;
 	Oid			ioparam;
 
 	getTypeInputInfo(att->atttypid, &input, &ioparam);
 	values[orel->routing_att - 1] =
-		OidInputFunctionCall(input, TextDatumGetCString(key[def->nkeys - 1]),
+		OidInputFunctionCall(input, TextDatumGetCString(values[OWNED_RESOURCE_COLUMN - 1]),
 							 ioparam, att->atttypmod);
 	nulls[orel->routing_att - 1] = false;
 }

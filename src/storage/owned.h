@@ -80,8 +80,14 @@ typedef enum OwnedTableId
 #define ATTACHMENTS_ATTACHED_AT	6
 #define ATTACHMENTS_WAKE_RELAYS	7
 
-/* The widest of the tables */
-#define OWNED_MAX_NATTS			9
+/*
+ * The resource id of every table that may have a routing column (README.md):
+ * the counters and the consumer's tables, where Citus distributes them
+ */
+#define OWNED_RESOURCE_COLUMN	2
+
+/* The widest of the tables, with a routing column */
+#define OWNED_MAX_NATTS			10
 
 /*
  * The longest key, in bytes, we accept.  Two of them and a bigint always fit
@@ -134,8 +140,7 @@ extern void owned_check_key_length(text *key, const char *what);
 extern void owned_index_insert(OwnedRel *orel, HeapTuple tuple,
 							   Bitmapset *changed, OrderingIndexUpdate which);
 extern bool owned_columns_indexed(OwnedRel *orel, Bitmapset *columns);
-extern void owned_fill_routing(OwnedRel *orel, const Datum *key,
-							   Datum *values, bool *nulls);
+extern void owned_fill_routing(OwnedRel *orel, Datum *values, bool *nulls);
 
 /*
  * Open table id, or, if relid is valid, the table relid of its shape (as

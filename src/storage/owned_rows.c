@@ -609,7 +609,7 @@ create_row(OwnedRel *orel, const Datum *key, Datum *values, bool *nulls)
 	bool		exists;
 
 	if (orel->routing_att != 0)
-		owned_fill_routing(orel, key, values, nulls);
+		owned_fill_routing(orel, values, nulls);
 	key_lock_tag(&tag, orel->id, key_hash(key));
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	exists = probe_dirty(orel, key, &xwait, &token, &tid);
@@ -691,6 +691,8 @@ owned_update(OwnedRel *orel, const OwnedRow *row, Datum *values, bool *nulls)
 void
 owned_insert(OwnedRel *orel, Datum *values, bool *nulls)
 {
+	if (orel->routing_att != 0)
+		owned_fill_routing(orel, values, nulls);
 	insert_row(orel, values, nulls);
 }
 

@@ -10,10 +10,19 @@
 # table filled before attach() continues after its numbers, and check() is
 # clean.  A transaction that writes a tenant's row and its event commits on
 # one node, without two-phase commit (a text copy of the key, not
-# co-located, needs it).  What stays refused: a numeric resource (0A000), a
-# second table of a stream with another key type (42804), and
-# distribute_consumer() of a projection distributed by bigint or uuid
-# (0A000, where 1.2 said 22004).
+# co-located, needs it).  What stays refused: a numeric resource (0A000) and
+# a second table of a stream with another key type (42804).
+#
+# Consumers distributed with a projection keyed by bigint, uuid or citext
+# (1.2 refused them with 22004; domains and numeric stay refused): their
+# tables are distributed by a column of that type, co-located with the
+# projection;
+# events delivered in and out of order on resources of every shard, parked
+# and drained, in batches, a dead letter discarded, a gap swept and
+# skipped; a handler that writes the projection in the call's transaction
+# commits on one node without two-phase commit; ids the type does not
+# read, or writes otherwise, are refused (22P02); the coordinator's views,
+# check() and reconciliation see them.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -31,20 +40,6 @@ my ($w1, $w2) = $cluster->workers;
 
 my $has_citext = sql($coord,
 	q{SELECT count(*) FROM pg_available_extensions WHERE name = 'citext'});
-
-# ---------------------------------------------------------------------------
-# distribute_consumer() of a projection distributed by bigint or uuid:
-# refused with the hint, not 22004 (1.2)
-# ---------------------------------------------------------------------------
-for my $t (qw(bigint uuid))
-{
-	sql($coord, qq{
-		CREATE TABLE proj_$t (id $t PRIMARY KEY, version bigint);
-		SELECT create_distributed_table('proj_$t', 'id');});
-	fails($coord, qq{SELECT ordering.distribute_consumer('proj_$t', 'proj_$t')},
-		'0A000', qr/is distributed by column id of type $t, not text.*HINT:\s+Distribute the projection by a text column/s,
-		"distribute_consumer() of a projection distributed by $t");
-}
 
 # ---------------------------------------------------------------------------
 # The tables: tenants and their outboxes, one per key type.  The tenant of
@@ -249,6 +244,174 @@ sql($coord, q{
 fails($coord, q{SELECT ordering.attach('ev_num', 'tenant', 'seq')},
 	'0A000', qr/is of type numeric, which a distributed stream cannot key its counters by.*HINT:\s+Distribute the table by a bigint, uuid or text/s,
 	'a numeric resource column');
+
+# ---------------------------------------------------------------------------
+# Consumers keyed by bigint and uuid, co-located with their tenants
+# ---------------------------------------------------------------------------
+sql($coord, q{
+	CREATE TABLE proj_num (id numeric PRIMARY KEY, version bigint);
+	SELECT create_distributed_table('proj_num', 'id');});
+fails($coord, q{SELECT ordering.distribute_consumer('cons_num', 'proj_num')},
+	'0A000', qr/of type numeric, which a distributed consumer cannot be keyed by.*HINT:\s+Distribute the projection by a bigint, uuid or text/s,
+	'distribute_consumer() of a projection distributed by numeric');
+sql($coord, q{
+	CREATE TABLE proj_dom (id tenant_id PRIMARY KEY, version bigint);
+	SELECT create_distributed_table('proj_dom', 'id', colocate_with => 'tenants_dom');});
+fails($coord, q{SELECT ordering.distribute_consumer('cons_dom', 'proj_dom')},
+	'0A000', qr/of domain (public\.)?tenant_id, which a distributed consumer cannot be keyed by.*HINT:\s+Distribute the projection by the domain's base type, bigint/s,
+	'distribute_consumer() of a projection distributed by a domain');
+
+my %cons_tag;
+for my $k (qw(big uuid))
+{
+	# the handler writes the projection, and fails on a poison event
+	sql($coord, qq{
+		CREATE TABLE proj_$k (id $type{$k} PRIMARY KEY, last_seq bigint NOT NULL, log text NOT NULL);
+		SELECT create_distributed_table('proj_$k', 'id', colocate_with => 'tenants_$k');
+		CREATE FUNCTION apply_$k(r text, s bigint, p jsonb) RETURNS void LANGUAGE plpgsql AS \$\$
+		BEGIN
+			IF p ? 'poison' THEN
+				RAISE EXCEPTION 'poison event % of %', s, r;
+			END IF;
+			INSERT INTO proj_$k AS t (id, last_seq, log) VALUES (r::$type{$k}, s, s::text)
+			ON CONFLICT (id) DO UPDATE SET last_seq = EXCLUDED.last_seq,
+			                               log = t.log || ',' || EXCLUDED.log;
+		END \$\$;});
+	# a state kept on one node before moves along
+	my $t1 = $key{$k}->(1);
+	sql($coord, qq{SELECT ordering.deliver('cons_$k', '$t1', 1, '{}', 'apply_$k(text,bigint,jsonb)')});
+	sql($coord, qq{SELECT ordering.deliver('cons_$k', '$t1', 3, '{}', 'apply_$k(text,bigint,jsonb)')});
+	sql($coord, qq{SELECT ordering.distribute_consumer('cons_$k', 'proj_$k')});
+	$cons_tag{$k} = sql($coord, qq{SELECT ordering_internal.consumer_tag('cons_$k')});
+	is(sql($coord, qq{
+		SELECT count(*) FROM pg_dist_partition c, pg_dist_partition t
+		 WHERE c.logicalrelid IN (SELECT ordering_internal.distributed_consumer_table('cons_$k', s)
+		                            FROM unnest(ARRAY['_positions', '_parked', '_dead_letters', '_gap_requests']) s)
+		   AND column_to_column_name(c.logicalrelid, c.partkey) = 'resource_value'
+		   AND c.colocationid = t.colocationid AND t.logicalrelid = 'proj_$k'::regclass}), '4',
+		"$type{$k}: the consumer's four tables are distributed by resource_value, co-located with the projection");
+	is(sql($coord, qq{SELECT ordering.position('cons_$k', '$t1')}), '1',
+		"$type{$k}: the position kept on one node moved along");
+
+	# every tenant's events out of order: parked, then drained in order
+	for my $i (1 .. 12)
+	{
+		my $t = $key{$k}->($i);
+		my @order = $i == 1 ? (2, 5, 4) : (3, 2, 5, 1, 4, 3);
+		sql($coord, qq{SELECT ordering.deliver('cons_$k', '$t', $_, '{}', 'apply_$k(text,bigint,jsonb)', 'dead_letter')})
+		  for @order;
+	}
+	is(sql($coord, qq{
+		SELECT count(*) FROM generate_series(1, 12) i
+		 WHERE ordering.position('cons_$k', } . ($k eq 'big' ? q{i::text} : q{'00000000-0000-0000-0000-' || lpad(i::text, 12, '0')})
+		  . q{) <> 5}), '0', "$type{$k}: every tenant's position is 5");
+	is(sql($coord, qq{SELECT count(*) FROM proj_$k WHERE log <> '1,2,3,4,5'}), '0',
+		"$type{$k}: the handler applied each tenant's events once and in order, on the shards of 12 tenants");
+	is(sql($coord, qq{SELECT count(DISTINCT nodeport) FROM citus_shards
+		 WHERE shardid IN (SELECT get_shard_id_for_distribution_column('proj_$k', id) FROM proj_$k)}), '2',
+		"$type{$k}: ... whose shards are on both workers");
+
+	# a batch across shards
+	is(sql($coord, qq{
+		SELECT ordering.deliver_batch('cons_$k',
+		    ARRAY(SELECT t FROM unnest(ARRAY[} . join(', ', map { "'" . $key{$k}->($_) . "'" } 1 .. 12) . qq{]) t),
+		    array_fill(6::bigint, ARRAY[12]), array_fill('{}'::jsonb, ARRAY[12]),
+		    'apply_$k(text,bigint,jsonb)', 'dead_letter')}), '12',
+		"$type{$k}: deliver_batch() across shards");
+	is(sql($coord, qq{SELECT count(*) FROM proj_$k WHERE last_seq = 6}), '12', "$type{$k}: ... applied every event");
+
+	# a dead letter, with an event parked behind it; discarded
+	my $t2 = $key{$k}->(2);
+	sql($coord, qq{SELECT ordering.deliver('cons_$k', '$t2', 7, '{"poison": true}', 'apply_$k(text,bigint,jsonb)', 'dead_letter')});
+	sql($coord, qq{SELECT ordering.deliver('cons_$k', '$t2', 8, '{}', 'apply_$k(text,bigint,jsonb)', 'dead_letter')});
+	is(sql($coord, qq{SELECT resource_id || ':' || seq || ':' || parked_behind FROM ordering.dead_letters WHERE consumer = 'cons_$k'}),
+		"$t2:7:1", "$type{$k}: the dead letter shows on the coordinator, one event parked behind it");
+	is(sql($coord, qq{SELECT string_agg(seq::text, ',') FROM ordering.discard_dead_letter('cons_$k', '$t2')}), '8',
+		"$type{$k}: discard_dead_letter() returns the event parked behind");
+	is(sql($coord, qq{SELECT ordering.position('cons_$k', '$t2')}), '8', "$type{$k}: ... and the position passes both");
+
+	# a gap: swept on the coordinator, then skipped
+	my $t3 = $key{$k}->(3);
+	sql($coord, qq{SELECT ordering.deliver('cons_$k', '$t3', 9, '{}', 'apply_$k(text,bigint,jsonb)')});
+	sleep 2;
+	is(sql($coord, qq{SET ordering.gap_deadline = 1;
+		SELECT resource_id || ':' || missing_from || '-' || missing_to FROM ordering.sweep_gaps() WHERE consumer = 'cons_$k'}),
+		"$t3:7-8", "$type{$k}: sweep_gaps() asks for the missing events");
+	is(sql($coord, qq{SET ordering.gap_deadline = 1;
+		SELECT count(*) FROM ordering.open_gaps WHERE consumer = 'cons_$k'}), '1', "$type{$k}: ordering.open_gaps shows the gap");
+	is(sql($coord, qq{SELECT string_agg(seq::text, ',') FROM ordering.skip_gap('cons_$k', '$t3')}), '9',
+		"$type{$k}: skip_gap() returns what drains");
+	is(sql($coord, qq{SELECT count(*) FROM ordering_internal.$cons_tag{$k}_gap_requests}), '0',
+		"$type{$k}: ... and the gap request is gone");
+
+	# reconciliation reads the consumer's positions by their ids
+	is(sql($coord, qq{SELECT sum(resources) FROM ordering.consumer_summary('cons_$k', 16)}), '12',
+		"$type{$k}: consumer_summary() counts the consumer's 12 resources");
+	is(sql($coord, qq{SELECT count(*) FROM ordering.consumer_state('cons_$k', 16, ARRAY(SELECT generate_series(0, 15)))}), '12',
+		"$type{$k}: consumer_state() lists them");
+}
+
+# citext (its equality is not in pg_catalog): in and out of order, a dead
+# letter seen and discarded on the coordinator
+if ($has_citext)
+{
+	sql($coord, q{
+		CREATE TABLE proj_ci (id citext PRIMARY KEY, log text NOT NULL);
+		SELECT create_distributed_table('proj_ci', 'id', colocate_with => 'tenants_ci');
+		CREATE FUNCTION apply_ci(r text, s bigint, p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+			IF p ? 'poison' THEN
+				RAISE EXCEPTION 'poison event % of %', s, r;
+			END IF;
+			INSERT INTO proj_ci AS t (id, log) VALUES (r::citext, s::text)
+			ON CONFLICT (id) DO UPDATE SET log = t.log || ',' || EXCLUDED.log;
+		END $$;
+		SELECT ordering.distribute_consumer('cons_ci', 'proj_ci');});
+	for my $t (map { $key{ci}->($_) } 1 .. 6)
+	{
+		sql($coord, qq{SELECT ordering.deliver('cons_ci', '$t', $_, '{}', 'apply_ci(text,bigint,jsonb)', 'dead_letter')})
+		  for (2, 3, 1);
+	}
+	is(sql($coord, q{SELECT string_agg(DISTINCT log, ' ') || ' ' || count(*) FROM proj_ci}), '1,2,3 6',
+		"citext: a consumer keyed by citext applies every tenant's events in order");
+	sql($coord, q{SELECT ordering.deliver('cons_ci', 'T1', 4, '{"poison": true}', 'apply_ci(text,bigint,jsonb)', 'dead_letter')});
+	is(sql($coord, q{SELECT resource_id || ':' || seq FROM ordering.dead_letters WHERE consumer = 'cons_ci'}),
+		'T1:4', 'citext: a dead letter shows on the coordinator');
+	is(sql($coord, q{SELECT count(*) FROM ordering.discard_dead_letter('cons_ci', 'T1')}), '0',
+		'citext: ... and is discarded');
+	is(sql($coord, q{SELECT ordering.position('cons_ci', 'T1')}), '4', 'citext: ... past it');
+}
+
+# ids the type does not read, or writes otherwise: refused, nothing written
+for my $bad (['cons_big', 'x', 'invalid input syntax for type bigint'],
+	['cons_big', '042', 'resource id "042" is not written as type bigint writes it'],
+	['cons_big', '+42', 'resource id "\+42" is not written as type bigint writes it'],
+	['cons_big', '99999999999999999999', 'out of range', '22003'],
+	['cons_uuid', '00000000-0000-0000-0000-00000000000A', 'is not written as type uuid writes it'],
+	['cons_uuid', '{00000000-0000-0000-0000-00000000000a}', 'is not written as type uuid writes it'],
+	['cons_uuid', 'not-a-uuid', 'invalid input syntax for type uuid'])
+{
+	my ($c, $id, $msg, $state) = @$bad;
+	fails($coord, qq{SELECT ordering.deliver('$c', '$id', 1, '{}')}, $state // '22P02', qr/\Q$msg\E|$msg/,
+		"$c: resource id '$id' refused");
+}
+fails($coord, q{SELECT * FROM ordering.deliver_batch('cons_big', ARRAY['1', '01'], ARRAY[7, 1]::bigint[], ARRAY['{}', '{}']::jsonb[])},
+	'22P02', qr/resource id "01" is not written as type bigint writes it/, 'cons_big: a batch with one bad id refused');
+is(sql($coord, q{SELECT ordering.position('cons_big', '1')}), '6', '... and none of it applied');
+
+# One node, no two-phase commit: the handler writes the tenant's projection
+# row, the transaction its tenant row, with the consumer's position
+for my $k (qw(big uuid))
+{
+	my $t = $key{$k}->(77);
+	my $log = remote_commands(qq{
+		SELECT ordering.deliver('cons_$k', '$t', 1, '{}', 'apply_$k(text,bigint,jsonb)');
+		UPDATE tenants_$k SET name = 'consumed' WHERE id = '$t';});
+	like($log, qr/issuing .*$cons_tag{$k}_call/, "$type{$k}: the call ran on the tenant's worker");
+	unlike($log, qr/PREPARE TRANSACTION/,
+		"$type{$k}: the handler's projection row, the tenant's row and the position commit on one node, without two-phase commit");
+	is(sql($coord, qq{SELECT log FROM proj_$k WHERE id = '$t'}), '1', "$type{$k}: ... applied");
+}
 
 # ---------------------------------------------------------------------------
 # check() on the coordinator compares every typed stream with its counters

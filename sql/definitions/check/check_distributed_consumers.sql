@@ -1,7 +1,9 @@
 -- ordering.check()'s part for the distributed consumers (on the
 -- coordinator, through Citus: each query reads every node's shards): the
 -- invariants of the extension's own tables, on each consumer's tables,
--- and that the consumer's state is there only.
+-- and that the consumer's state is there only.  The joins name the column
+-- the tables are distributed by (%7$I), so that Citus runs them on each
+-- shard group's node.
 CREATE OR REPLACE FUNCTION ordering_internal.check_distributed_consumers(sample_percent double precision,
                                                               max_per_kind bigint)
     RETURNS TABLE (kind text, detail text)
@@ -57,6 +59,7 @@ BEGIN
               LEFT JOIN LATERAL (SELECT o.position FROM %1$s o
                                   WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
                                     AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                                    AND o.%7$I OPERATOR(pg_catalog.=) p.%7$I
                                   LIMIT 1) pos ON true
              WHERE p.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
              ORDER BY p.consumer, p.resource_id, p.seq LIMIT $1$q$),
@@ -68,6 +71,7 @@ BEGIN
               LEFT JOIN LATERAL (SELECT o.position FROM %1$s o
                                   WHERE o.consumer OPERATOR(pg_catalog.=) p.consumer
                                     AND o.resource_id OPERATOR(pg_catalog.=) p.resource_id
+                                    AND o.%7$I OPERATOR(pg_catalog.=) p.%7$I
                                   LIMIT 1) pos ON true
              WHERE p.seq OPERATOR(pg_catalog.=) (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
              ORDER BY p.consumer, p.resource_id, p.seq LIMIT $1$q$),
@@ -79,6 +83,7 @@ BEGIN
               LEFT JOIN LATERAL (SELECT true AS found FROM %2$s p
                                   WHERE p.consumer OPERATOR(pg_catalog.=) g.consumer
                                     AND p.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                                    AND p.%7$I OPERATOR(pg_catalog.=) g.%7$I
                                   LIMIT 1) k ON true
              WHERE k.found IS NULL
              ORDER BY g.consumer, g.resource_id LIMIT $1$q$),
@@ -90,6 +95,7 @@ BEGIN
               LEFT JOIN LATERAL (SELECT o.position FROM %1$s o
                                   WHERE o.consumer OPERATOR(pg_catalog.=) g.consumer
                                     AND o.resource_id OPERATOR(pg_catalog.=) g.resource_id
+                                    AND o.%7$I OPERATOR(pg_catalog.=) g.%7$I
                                   LIMIT 1) pos ON true
              WHERE g.missing_to OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
              ORDER BY g.consumer, g.resource_id LIMIT $1$q$),
@@ -108,6 +114,7 @@ BEGIN
               LEFT JOIN LATERAL (SELECT o.position FROM %1$s o
                                   WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
                                     AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                                    AND o.%7$I OPERATOR(pg_catalog.=) d.%7$I
                                   LIMIT 1) pos ON true
              WHERE d.seq OPERATOR(pg_catalog.<=) COALESCE(pos.position, 0)
              ORDER BY d.consumer, d.resource_id LIMIT $1$q$),
@@ -119,6 +126,7 @@ BEGIN
               JOIN LATERAL (SELECT true AS found FROM %2$s p
                              WHERE p.consumer OPERATOR(pg_catalog.=) d.consumer
                                AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                               AND p.%7$I OPERATOR(pg_catalog.=) d.%7$I
                                AND p.seq OPERATOR(pg_catalog.=) d.seq
                              LIMIT 1) k ON true
              ORDER BY d.consumer, d.resource_id LIMIT $1$q$),
@@ -134,6 +142,7 @@ BEGIN
               LEFT JOIN LATERAL (SELECT true AS found, o.blocked_at FROM %1$s o
                                   WHERE o.consumer OPERATOR(pg_catalog.=) d.consumer
                                     AND o.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                                    AND o.%7$I OPERATOR(pg_catalog.=) d.%7$I
                                   LIMIT 1) pos ON true
              WHERE pos.found IS NULL
                 OR pos.blocked_at IS DISTINCT FROM d.seq
@@ -146,6 +155,7 @@ BEGIN
               LEFT JOIN LATERAL (SELECT true AS found FROM %3$s d
                                   WHERE d.consumer OPERATOR(pg_catalog.=) o.consumer
                                     AND d.resource_id OPERATOR(pg_catalog.=) o.resource_id
+                                    AND d.%7$I OPERATOR(pg_catalog.=) o.%7$I
                                   LIMIT 1) k ON true
              WHERE o.blocked_at IS NOT NULL
                AND k.found IS NULL
@@ -160,7 +170,8 @@ BEGIN
                                         pg_catalog.max(p.seq) AS highest
                                    FROM %2$s p
                                   WHERE p.consumer OPERATOR(pg_catalog.=) o.consumer
-                                    AND p.resource_id OPERATOR(pg_catalog.=) o.resource_id) k
+                                    AND p.resource_id OPERATOR(pg_catalog.=) o.resource_id
+                                    AND p.%7$I OPERATOR(pg_catalog.=) o.%7$I) k
              WHERE o.parked_count OPERATOR(pg_catalog.>=) 0
                AND (o.parked_count OPERATOR(pg_catalog.<>) k.n
                     OR (k.n OPERATOR(pg_catalog.>) 0
@@ -175,7 +186,8 @@ BEGIN
              ORDER BY x.consumer LIMIT $1$q$)) v(q)
         LOOP
             RETURN QUERY EXECUTE pg_catalog.format(q, t.positions, t.parked, t.dead, t.gaps,
-                                                   dc.consumer, sample)
+                                                   dc.consumer, sample,
+                                                   ordering_internal.distributed_consumer_column(dc.consumer))
               USING max_per_kind;
         END LOOP;
     END LOOP;

@@ -2,7 +2,13 @@
 -- own (LIKE ... INCLUDING ALL, so they follow any change of those), with
 -- the collation of the projection's distribution column on resource_id,
 -- as Citus's co-location requires; then the call and batch functions that
--- Citus delegates to the node of a resource.
+-- Citus delegates to the node of a resource.  A projection distributed by
+-- another type (1.3: the types attach() keys counters by): the tables get
+-- a routing column resource_value of that type and collation, last in
+-- their primary keys, which holds the resource id read as that type, and
+-- are distributed by it; the call and batch functions take the resource id
+-- as that type, which Citus routes by.  Domains are refused: Citus does
+-- not route a call by a value of a domain.
 CREATE OR REPLACE FUNCTION ordering.distribute_consumer(consumer text, colocate_with regclass)
     RETURNS void
     LANGUAGE plpgsql
@@ -18,6 +24,10 @@ DECLARE
     fn record;
     fn_sig pg_catalog.regprocedure;
     coordinator boolean;
+    base pg_catalog.oid;
+    keytype text;           -- the routing column's type, NULL for text
+    pk record;
+    unwritten text;         -- a resource id the type writes otherwise
 BEGIN
     IF consumer IS NULL OR colocate_with IS NULL THEN
         RAISE EXCEPTION 'consumer and colocate_with must not be null'
@@ -62,9 +72,7 @@ BEGIN
                   DETAIL = 'Citus delegates a call only to a shard with one placement.',
                   HINT = 'Distribute the projection with citus.shard_replication_factor = 1.';
     END IF;
-    -- (1.3: a column without a collation, bigint or uuid, has no name to
-    -- format, and is refused below)
-    SELECT a.atttypid, a.attcollation, c.collisdeterministic,
+    SELECT a.atttypid, a.attcollation, COALESCE(c.collisdeterministic, true) AS collisdeterministic,
            CASE WHEN c.oid IS NOT NULL
                 THEN pg_catalog.format('%I.%I', n.nspname, c.collname) END AS collname
       INTO col
@@ -73,12 +81,41 @@ BEGIN
       LEFT JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.collnamespace
      WHERE a.attrelid OPERATOR(pg_catalog.=) colocate_with
        AND a.attname OPERATOR(pg_catalog.=) part.distcol;
+    -- Another type than text: the routing column holds the resource id read
+    -- as that type, which must give back a value equal to the one the id
+    -- was made of (ordering.resource_key() of it): the types of attach(),
+    -- domains aside.
     IF col.atttypid OPERATOR(pg_catalog.<>) 'pg_catalog.text'::pg_catalog.regtype THEN
-        RAISE EXCEPTION 'table % is distributed by column % of type %, not text',
-                        colocate_with, part.distcol, col.atttypid::pg_catalog.regtype
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'A distributed consumer is distributed by its resource ids, which are text.',
-                  HINT = 'Distribute the projection by a text column that holds the resource id as the consumer functions receive it (its ordering.resource_key()).';
+        base := col.atttypid;
+        WHILE EXISTS (SELECT FROM pg_catalog.pg_type t
+                       WHERE t.oid OPERATOR(pg_catalog.=) base AND t.typtype OPERATOR(pg_catalog.=) 'd') LOOP
+            SELECT t.typbasetype INTO base FROM pg_catalog.pg_type t WHERE t.oid OPERATOR(pg_catalog.=) base;
+        END LOOP;
+        IF base NOT IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype,
+                        'pg_catalog.int8'::pg_catalog.regtype, 'pg_catalog.uuid'::pg_catalog.regtype,
+                        'pg_catalog.text'::pg_catalog.regtype, 'pg_catalog.varchar'::pg_catalog.regtype)
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_type t
+                            WHERE t.oid OPERATOR(pg_catalog.=) base
+                              AND t.typname OPERATOR(pg_catalog.=) 'citext'
+                              AND EXISTS (SELECT FROM pg_catalog.pg_proc p
+                                           WHERE p.oid OPERATOR(pg_catalog.=) t.typinput
+                                             AND p.proname OPERATOR(pg_catalog.=) 'citextin')) THEN
+            RAISE EXCEPTION 'table % is distributed by column % of type %, which a distributed consumer cannot be keyed by',
+                            colocate_with, part.distcol, col.atttypid::pg_catalog.regtype
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'A distributed consumer''s tables are distributed by the resource id read as the projection''s type; that is exact for smallint, integer, bigint, uuid, text, varchar, citext and domains over them.',
+                      HINT = 'Distribute the projection by a bigint, uuid or text column that holds the resource (as ordering.resource_key() writes it, for text).';
+        END IF;
+        -- Citus delegates a call only by a constant of the column's type,
+        -- and a value of a domain is an expression until it runs
+        IF base OPERATOR(pg_catalog.<>) col.atttypid THEN
+            RAISE EXCEPTION 'table % is distributed by column % of domain %, which a distributed consumer cannot be keyed by',
+                            colocate_with, part.distcol, col.atttypid::pg_catalog.regtype
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'Citus routes a call of the consumer by a constant of the distribution column''s type, and a value of a domain is not one.',
+                      HINT = pg_catalog.format('Distribute the projection by the domain''s base type, %s.', base::pg_catalog.regtype);
+        END IF;
+        keytype := pg_catalog.format_type(col.atttypid, NULL);
     END IF;
     IF NOT col.collisdeterministic THEN
         RAISE EXCEPTION 'table % is distributed by a column of the nondeterministic collation %',
@@ -112,8 +149,28 @@ BEGIN
          ORDER BY v.ord
     LOOP
         EXECUTE pg_catalog.format('CREATE TABLE %s (LIKE %s INCLUDING ALL)', tbl.name, tbl.source);
-        EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN resource_id TYPE pg_catalog.text COLLATE %s',
-                                  tbl.name, col.collname);
+        IF keytype IS NULL THEN
+            EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN resource_id TYPE pg_catalog.text COLLATE %s',
+                                      tbl.name, col.collname);
+        ELSE
+            -- the routing column, last in the primary key (storage/README.md)
+            SELECT c.conname, pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', '
+                                                    ORDER BY k.ord) AS cols
+              INTO pk
+              FROM pg_catalog.pg_constraint c,
+                   pg_catalog.unnest(c.conkey) WITH ORDINALITY k(attnum, ord),
+                   pg_catalog.pg_attribute a
+             WHERE c.conrelid OPERATOR(pg_catalog.=) tbl.name::pg_catalog.regclass
+               AND c.contype OPERATOR(pg_catalog.=) 'p'
+               AND a.attrelid OPERATOR(pg_catalog.=) c.conrelid
+               AND a.attnum OPERATOR(pg_catalog.=) k.attnum
+             GROUP BY c.conname;
+            EXECUTE pg_catalog.format('ALTER TABLE %s ADD COLUMN resource_value %s %s NOT NULL,'
+                                      ' DROP CONSTRAINT %I, ADD PRIMARY KEY (%s, resource_value)',
+                                      tbl.name, keytype,
+                                      COALESCE('COLLATE ' OPERATOR(pg_catalog.||) col.collname, ''),
+                                      pk.conname, pk.cols);
+        END IF;
         -- storage parameters (the fillfactor of positions) are not LIKE's
         IF (SELECT c.reloptions FROM pg_catalog.pg_class c
              WHERE c.oid OPERATOR(pg_catalog.=) tbl.source) IS NOT NULL THEN
@@ -124,8 +181,10 @@ BEGIN
         EXECUTE pg_catalog.format('COMMENT ON TABLE %s IS %L', tbl.name,
             pg_catalog.format('%s of distributed consumer %s (ordering.distribute_consumer)',
                               tbl.source, pg_catalog.quote_literal(consumer)));
-        EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''resource_id'', colocate_with => $2)'
-          USING tbl.name::pg_catalog.regclass, colocate_with::pg_catalog.text;
+        EXECUTE 'SELECT pg_catalog.create_distributed_table($1, $2, colocate_with => $3)'
+          USING tbl.name::pg_catalog.regclass,
+                CASE WHEN keytype IS NULL THEN 'resource_id' ELSE 'resource_value' END,
+                colocate_with::pg_catalog.text;
         -- who may read the extension's table may read the consumer's
         FOR g IN
             SELECT e.privilege_type, e.grantee
@@ -137,9 +196,28 @@ BEGIN
                 CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
                      ELSE g.grantee::pg_catalog.regrole::pg_catalog.text END);
         END LOOP;
-        -- the consumer's state so far moves along
-        EXECUTE pg_catalog.format('INSERT INTO %s SELECT * FROM %s s WHERE s.consumer OPERATOR(pg_catalog.=) $1',
-                                  tbl.name, tbl.source)
+        -- the consumer's state so far moves along; a resource id that the
+        -- type writes otherwise would no longer be reachable: refused
+        IF keytype IS NOT NULL THEN
+            EXECUTE pg_catalog.format('SELECT s.resource_id FROM %s s'
+                                      ' WHERE s.consumer OPERATOR(pg_catalog.=) $1'
+                                      '   AND CAST(CAST(s.resource_id AS %s) AS pg_catalog.text)'
+                                      '       OPERATOR(pg_catalog.<>) s.resource_id LIMIT 1',
+                                      tbl.source, keytype)
+              INTO unwritten USING consumer;
+            IF unwritten IS NOT NULL THEN
+                RAISE EXCEPTION 'resource id "%" of consumer "%" is not written as type % writes it',
+                                unwritten, consumer, keytype
+                    USING ERRCODE = 'invalid_text_representation',
+                          DETAIL = pg_catalog.format('%s holds it; a distributed consumer''s calls give resource ids as ordering.resource_key() writes the producer''s value.', tbl.source),
+                          HINT = 'Move or remove the consumer''s rows of that resource first.';
+            END IF;
+        END IF;
+        EXECUTE pg_catalog.format('INSERT INTO %s SELECT s.*%s FROM %s s WHERE s.consumer OPERATOR(pg_catalog.=) $1',
+                                  tbl.name,
+                                  CASE WHEN keytype IS NULL THEN ''
+                                       ELSE pg_catalog.format(', CAST(s.resource_id AS %s)', keytype) END,
+                                  tbl.source)
           USING consumer;
         EXECUTE pg_catalog.format('DELETE FROM %s s WHERE s.consumer OPERATOR(pg_catalog.=) $1', tbl.source)
           USING consumer;
@@ -156,8 +234,13 @@ BEGIN
     SELECT p.probin INTO libfile FROM pg_catalog.pg_proc p
      WHERE p.oid OPERATOR(pg_catalog.=) 'ordering.deliver(text, text, bigint, jsonb)'::pg_catalog.regprocedure;
     FOR fn IN
-        SELECT v.suffix, v.symbol, v.args, v.result, v.rows, v.comment,
-               pg_catalog.regexp_replace(v.args, '(^|, )[a-z_]+ ', '\1', 'g') AS types,
+        SELECT v.suffix, v.symbol,
+               pg_catalog.replace(v.args, 'resource_id pg_catalog.text,',
+                                  'resource_id ' OPERATOR(pg_catalog.||) COALESCE(keytype, 'pg_catalog.text') OPERATOR(pg_catalog.||) ',') AS args,
+               v.result, v.rows, v.comment,
+               pg_catalog.regexp_replace(pg_catalog.replace(v.args, 'resource_id pg_catalog.text,',
+                                                            'resource_id ' OPERATOR(pg_catalog.||) COALESCE(keytype, 'pg_catalog.text') OPERATOR(pg_catalog.||) ','),
+                                         '(^|, )[a-z_]+ ', '\1', 'g') AS types,
                pg_catalog.format('ordering_internal.%I', tag || v.suffix) AS name
           FROM (VALUES ('_call', 'ordering_consumer_call',
                         'op pg_catalog."char", resource_id pg_catalog.text, consumer pg_catalog.text, '
@@ -188,5 +271,5 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ordering.distribute_consumer(text, regclass) IS
-    'Citus: keeps the consumer''s positions, parked events, dead letters and gap requests in tables distributed by resource and co-located with colocate_with (its projection, distributed by a text column), and runs each of its calls on the node of its resource; its state so far moves along';
+    'Citus: keeps the consumer''s positions, parked events, dead letters and gap requests in tables distributed by resource and co-located with colocate_with (its projection, distributed by a text, integer, uuid or text-like column), and runs each of its calls on the node of its resource; its state so far moves along';
 REVOKE EXECUTE ON FUNCTION ordering.distribute_consumer(text, regclass) FROM PUBLIC;

@@ -26,8 +26,8 @@ BEGIN
     LOOP
         -- tables dropped by hand: check() reports them
         CONTINUE WHEN dc.dead IS NULL OR dc.parked IS NULL;
-        -- the lateral count is on the distribution column: Citus runs it
-        -- on each shard group's node
+        -- the lateral count is on the distribution column (%3$I: resource_id,
+        -- or resource_value): Citus runs it on each shard group's node
         RETURN QUERY EXECUTE pg_catalog.format($q$
         SELECT d.consumer::pg_catalog.text, d.resource_id::pg_catalog.text, d.seq, d.payload,
                d.sqlstate, d.message, d.failed_at, d.attempts, k.n, d.detail
@@ -35,8 +35,10 @@ BEGIN
           LEFT JOIN LATERAL (SELECT pg_catalog.count(*) AS n FROM %2$s p
                               WHERE p.consumer OPERATOR(pg_catalog.=) d.consumer
                                 AND p.resource_id OPERATOR(pg_catalog.=) d.resource_id
+                                AND p.%3$I OPERATOR(pg_catalog.=) d.%3$I
                                 AND p.seq OPERATOR(pg_catalog.>) d.seq) k ON true
-         WHERE d.consumer OPERATOR(pg_catalog.=) $1$q$, dc.dead, dc.parked)
+         WHERE d.consumer OPERATOR(pg_catalog.=) $1$q$, dc.dead, dc.parked,
+            ordering_internal.distributed_consumer_column(dc.consumer))
         USING dc.consumer;
     END LOOP;
 END

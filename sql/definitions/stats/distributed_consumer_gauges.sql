@@ -43,22 +43,26 @@ BEGIN
                                  (COALESCE(pos.position, 0) OPERATOR(pg_catalog.+) 1)
                              AND (d.seq IS NULL OR pk.lowest OPERATOR(pg_catalog.<) d.seq)
                             THEN lp.parked_at END AS gap_since
-                  FROM (SELECT p.consumer, p.resource_id, pg_catalog.count(*) AS parked,
-                               pg_catalog.min(p.seq) AS lowest
+                  FROM (SELECT p.consumer, p.resource_id, p.%4$I AS routing,
+                               pg_catalog.count(*) AS parked, pg_catalog.min(p.seq) AS lowest
                           FROM %2$s p
                          WHERE p.consumer OPERATOR(pg_catalog.=) $1
-                         GROUP BY p.consumer, p.resource_id) pk
+                         GROUP BY p.consumer, p.resource_id, p.%4$I) pk
                   JOIN %2$s lp
                     ON lp.consumer OPERATOR(pg_catalog.=) pk.consumer
                    AND lp.resource_id OPERATOR(pg_catalog.=) pk.resource_id
+                   AND lp.%4$I OPERATOR(pg_catalog.=) pk.routing
                    AND lp.seq OPERATOR(pg_catalog.=) pk.lowest
                   LEFT JOIN %1$s pos
                     ON pos.consumer OPERATOR(pg_catalog.=) pk.consumer
                    AND pos.resource_id OPERATOR(pg_catalog.=) pk.resource_id
+                   AND pos.%4$I OPERATOR(pg_catalog.=) pk.routing
                   LEFT JOIN %3$s d
                     ON d.consumer OPERATOR(pg_catalog.=) pk.consumer
-                   AND d.resource_id OPERATOR(pg_catalog.=) pk.resource_id) x$q$,
-            dc.positions, dc.parked, dc.dead)
+                   AND d.resource_id OPERATOR(pg_catalog.=) pk.resource_id
+                   AND d.%4$I OPERATOR(pg_catalog.=) pk.routing) x$q$,
+            dc.positions, dc.parked, dc.dead,
+            ordering_internal.distributed_consumer_column(dc.consumer))
            INTO parked_current, oldest USING dc.consumer;
         oldest_gap_age := pg_catalog.now() OPERATOR(pg_catalog.-) oldest;
         RETURN NEXT;
