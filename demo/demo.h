@@ -192,9 +192,12 @@ extern void consume_broker(PGconn *c, uint64_t *rs);
 /* workers.c */
 extern void *producer_main(void *arg);
 extern void *relay_main(void *arg);
-extern ApplyResult apply(PGconn *c, const Msg *m);
 extern void *consumer_main(void *arg);
 extern void *gap_main(void *arg);
+
+/* apply.c */
+extern void apply_prepare(PGconn *c);
+extern ApplyResult apply(PGconn *c, const Msg *m);
 
 /* dead_letters.c */
 extern void dead_letters_setup(PGconn *cc);
