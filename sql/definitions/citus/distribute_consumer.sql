@@ -86,20 +86,8 @@ BEGIN
     -- was made of (ordering.resource_key() of it): the types of attach(),
     -- domains aside.
     IF col.atttypid OPERATOR(pg_catalog.<>) 'pg_catalog.text'::pg_catalog.regtype THEN
-        base := col.atttypid;
-        WHILE EXISTS (SELECT FROM pg_catalog.pg_type t
-                       WHERE t.oid OPERATOR(pg_catalog.=) base AND t.typtype OPERATOR(pg_catalog.=) 'd') LOOP
-            SELECT t.typbasetype INTO base FROM pg_catalog.pg_type t WHERE t.oid OPERATOR(pg_catalog.=) base;
-        END LOOP;
-        IF base NOT IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype,
-                        'pg_catalog.int8'::pg_catalog.regtype, 'pg_catalog.uuid'::pg_catalog.regtype,
-                        'pg_catalog.text'::pg_catalog.regtype, 'pg_catalog.varchar'::pg_catalog.regtype)
-           AND NOT EXISTS (SELECT FROM pg_catalog.pg_type t
-                            WHERE t.oid OPERATOR(pg_catalog.=) base
-                              AND t.typname OPERATOR(pg_catalog.=) 'citext'
-                              AND EXISTS (SELECT FROM pg_catalog.pg_proc p
-                                           WHERE p.oid OPERATOR(pg_catalog.=) t.typinput
-                                             AND p.proname OPERATOR(pg_catalog.=) 'citextin')) THEN
+        base := ordering_internal.citus_key_base_type(col.atttypid);
+        IF base IS NULL THEN
             RAISE EXCEPTION 'table % is distributed by column % of type %, which a distributed consumer cannot be keyed by',
                             colocate_with, part.distcol, col.atttypid::pg_catalog.regtype
                 USING ERRCODE = 'feature_not_supported',
