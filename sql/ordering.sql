@@ -322,6 +322,7 @@ GRANT SELECT ON ordering_internal.distributed_consumers TO PUBLIC;
 \ir definitions/citus/counter_table_name.sql
 \ir definitions/citus/distributed_counters.sql
 \ir definitions/citus/citus_distribution.sql
+\ir definitions/citus/citus_key_base_type.sql
 \ir definitions/citus/citus_attach_check.sql
 \ir definitions/citus/citus_counter_table.sql
 \ir definitions/citus/citus_trigger_copy.sql

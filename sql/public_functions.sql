@@ -69,6 +69,8 @@ INSERT INTO pf_calls VALUES
    $$SELECT ordering_internal.citus_trigger_copy('pf_owned')$$),
   ('ordering_internal.citus_attach_check(regclass, name)',
    $$SELECT ordering_internal.citus_attach_check('pf_owned', 'resource_id')$$),
+  ('ordering_internal.citus_key_base_type(regtype)',
+   $$SELECT ordering_internal.citus_key_base_type('pg_catalog.int8')$$),
   ('ordering_internal.citus_registry_sync(regclass)',
    $$SELECT ordering_internal.citus_registry_sync('@own')$$),
   ('ordering_internal.citus_registry_sync(regclass)',

@@ -121,7 +121,25 @@ extern Oid	citus_consumer_relation(const char *tag, const char *suffix);
 extern bool citus_consumers_possible(void);
 extern Oid	citus_consumer_positions(text *consumer);
 extern void citus_consumer_confirm(text *consumer);
+
+/*
+ * The routing key of a distributed consumer's tables: the type they are
+ * distributed by and, for another type than text, its qualified name and
+ * its equality operator's, for the statements that name a key.
+ */
+typedef struct CitusConsumerKey
+{
+	Oid			type;			/* TEXTOID, or the type of resource_value */
+	int32		typmod;			/* of resource_value (varchar(n)), or -1 */
+	const char *type_name;		/* qualified, with typmod; NULL for text */
+	const char *eq_name;		/* "schema.name", quoted; NULL for text */
+	bool		domain;			/* type is a domain */
+} CitusConsumerKey;
+
 extern Oid	citus_consumer_key_type(const CitusTable *table);
+extern const CitusConsumerKey *citus_consumer_key_of(const CitusTable *table);
+extern void citus_consumer_key_check(const CitusConsumerKey *key,
+									 text *consumer);
 extern Datum citus_consumer_key(const CitusTable *table, text *resource);
 extern void citus_consumer_lock_resource(Oid positions, text *resource,
 										 CitusTable *table, CitusShard *shard);

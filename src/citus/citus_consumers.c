@@ -15,6 +15,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
@@ -23,6 +24,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "citus.h"
 #include "sha256.h"
@@ -50,6 +52,7 @@ static struct
 	char	   *name;			/* in TopMemoryContext */
 	int			len;
 	Oid			positions;		/* its positions table, or InvalidOid */
+	CitusConsumerKey key;		/* its routing key, once asked for */
 }			last;
 
 static bool callback_registered = false;
@@ -187,6 +190,21 @@ citus_consumer_relation(const char *tag, const char *suffix)
 }
 
 /*
+ * Forget a routing key described in TopMemoryContext.
+ */
+static void
+forget_key(CitusConsumerKey *key)
+{
+	key->type = InvalidOid;
+	if (key->type_name != NULL)
+		pfree((char *) key->type_name);
+	if (key->eq_name != NULL)
+		pfree((char *) key->eq_name);
+	key->type_name = NULL;
+	key->eq_name = NULL;
+}
+
+/*
  * The positions table of a consumer if it is distributed, else
  * InvalidOid.  The last consumer asked about is remembered until the
  * catalog changes.
@@ -208,6 +226,7 @@ citus_consumer_positions(text *consumer)
 	citus_consumer_tag(consumer, tag);
 	if (last.name != NULL)
 		pfree(last.name);
+	forget_key(&last.key);
 	last.name = MemoryContextAlloc(TopMemoryContext, Max(len, 1));
 	memcpy(last.name, VARDATA_ANY(consumer), len);
 	last.len = len;
@@ -279,6 +298,63 @@ citus_consumer_shards_keep_changing(Oid positions)
 }
 
 /*
+ * Describe the routing key of a consumer's table into *key, its names
+ * allocated in cxt.  The type is named with the column's typmod: Citus
+ * lets a handler write the shard of a call's argument only by a constant
+ * equal to it, typmod included, and a value assigned to the column
+ * (varchar(n)) carries the column's.  The equality is the type's own
+ * (citext's is not in pg_catalog).
+ */
+static void
+describe_key(const CitusTable *table, CitusConsumerKey *key, MemoryContext cxt)
+{
+	Oid			type;
+	int32		typmod;
+	Oid			collation;
+	TypeCacheEntry *entry;
+	HeapTuple	tuple;
+	Form_pg_operator opr;
+	MemoryContext old;
+
+	get_atttypetypmodcoll(table->relid, table->distcol, &type, &typmod,
+						  &collation);
+	key->typmod = typmod;
+	key->type_name = NULL;
+	key->eq_name = NULL;
+	key->domain = get_typtype(type) == TYPTYPE_DOMAIN;
+	if (type != TEXTOID)
+	{
+		entry = lookup_type_cache(type, TYPECACHE_EQ_OPR);
+		tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(entry->eq_opr));
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "no equality operator for type %s", format_type_be(type));
+		opr = (Form_pg_operator) GETSTRUCT(tuple);
+		old = MemoryContextSwitchTo(cxt);
+		key->type_name = format_type_extended(type, typmod,
+											  FORMAT_TYPE_TYPEMOD_GIVEN |
+											  FORMAT_TYPE_FORCE_QUALIFY);
+		key->eq_name = psprintf("%s.%s",
+								quote_identifier(get_namespace_name(opr->oprnamespace)),
+								NameStr(opr->oprname));
+		MemoryContextSwitchTo(old);
+		ReleaseSysCache(tuple);
+	}
+	/* last: a key whose names failed stays unknown */
+	key->type = type;
+}
+
+/*
+ * Is table the positions table of the consumer last looked up?  Its
+ * routing key is then kept with it, until the catalog changes.
+ */
+static bool
+key_cached(const CitusTable *table)
+{
+	return last.valid && OidIsValid(last.positions) &&
+		last.positions == table->relid;
+}
+
+/*
  * The type a distributed consumer's table is distributed by: text, or
  * (1.3) the type of its projection's distribution column, of its routing
  * column resource_value.
@@ -286,7 +362,49 @@ citus_consumer_shards_keep_changing(Oid positions)
 Oid
 citus_consumer_key_type(const CitusTable *table)
 {
+	if (key_cached(table))
+		return citus_consumer_key_of(table)->type;
 	return get_atttype(table->relid, table->distcol);
+}
+
+/*
+ * The routing key of a distributed consumer's table (of its positions
+ * table: kept with the consumer's routing entry, else described anew in
+ * the caller's memory context).
+ */
+const CitusConsumerKey *
+citus_consumer_key_of(const CitusTable *table)
+{
+	static CitusConsumerKey uncached;
+
+	if (key_cached(table))
+	{
+		if (!OidIsValid(last.key.type))
+			describe_key(table, &last.key, TopMemoryContext);
+		return &last.key;
+	}
+	describe_key(table, &uncached, CurrentMemoryContext);
+	return &uncached;
+}
+
+/*
+ * Refuse a call of a consumer keyed by a domain that has constraints
+ * (added after distribute_consumer(), which refuses such a domain): Citus
+ * would run it here, not on the node of its resource (docs/citus.md,
+ * "Domains with constraints").  The domain's constraints are the type
+ * cache's, kept up to date by it.
+ */
+void
+citus_consumer_key_check(const CitusConsumerKey *key, text *consumer)
+{
+	if (likely(!key->domain) || !DomainHasConstraints(key->type))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("distributed consumer \"%s\" is keyed by domain %s, which has constraints",
+					text_to_cstring(consumer), format_type_be(key->type)),
+			 errdetail("Citus runs a call on the node of its resource only when the call names the resource by a constant of the distribution column's type; a value of a domain with a CHECK or NOT NULL constraint is a coercion that checks it."),
+			 errhint("Drop the domain's constraints, or distribute the consumer again with a projection distributed by the domain's base type.")));
 }
 
 /*
@@ -297,8 +415,9 @@ citus_consumer_key_type(const CitusTable *table)
  * another spelling of one value would be a resource of its own with a
  * position of its own ('42' and '042', a uuid in upper case).  A value
  * that does not parse fails as the type's input does (22P02, 22003 out of
- * range); another spelling is refused with 22P02.  The input and output
- * functions of the last type asked for are kept.
+ * range, 22001 too long for varchar(n), which is read with its length so
+ * that no routed literal is cut); another spelling is refused with 22P02.
+ * The input and output functions of the last type asked for are kept.
  */
 Datum
 citus_consumer_key(const CitusTable *table, text *resource)
@@ -307,11 +426,26 @@ citus_consumer_key(const CitusTable *table, text *resource)
 	static FmgrInfo input;
 	static FmgrInfo output;
 	static Oid	ioparam;
-	Oid			type = citus_consumer_key_type(table);
+	Oid			type;
+	int32		typmod;
 	char	   *id;
 	Datum		value;
 	char	   *written;
 
+	if (key_cached(table))
+	{
+		const CitusConsumerKey *key = citus_consumer_key_of(table);
+
+		type = key->type;
+		typmod = key->typmod;
+	}
+	else
+	{
+		Oid			collation;
+
+		get_atttypetypmodcoll(table->relid, table->distcol, &type, &typmod,
+							  &collation);
+	}
 	if (type == TEXTOID)
 		return PointerGetDatum(resource);
 	if (type != cached_type)
@@ -328,7 +462,7 @@ citus_consumer_key(const CitusTable *table, text *resource)
 		cached_type = type;
 	}
 	id = text_to_cstring(resource);
-	value = InputFunctionCall(&input, id, ioparam, -1);
+	value = InputFunctionCall(&input, id, ioparam, typmod);
 	written = OutputFunctionCall(&output, value);
 	if (strcmp(written, id) != 0)
 		ereport(ERROR,

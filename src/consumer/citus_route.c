@@ -16,7 +16,6 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
@@ -35,7 +34,6 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
-#include "utils/typcache.h"
 
 #include "as_owner.h"
 #include "citus.h"
@@ -151,49 +149,23 @@ citus_route_op_returns_rows(char op)
 }
 
 /*
- * The type of the routing column of a consumer whose tables are
- * distributed by another type than text, qualified, for a literal of the
- * call's resource; NULL for text.
- */
-static const char *
-route_key_type(const CitusTable *table)
-{
-	Oid			type = citus_consumer_key_type(table);
-
-	return type == TEXTOID ? NULL : format_type_be_qualified(type);
-}
-
-/*
  * The condition on the routing column of the gap requests of a consumer
  * distributed by another type than text, for a statement on the
  * resource's rows: Citus runs a statement that names the distribution
  * column's value on that value's shard only, and every other on every
- * shard.  Its type's own equality (citext's is not in pg_catalog),
- * qualified.  Empty for text, whose resource_id is that column.
+ * shard.  Empty for text, whose resource_id is that column.
  */
 static const char *
 route_key_filter(const CitusTable *table, text *resource)
 {
-	Oid			type = citus_consumer_key_type(table);
-	TypeCacheEntry *entry;
-	HeapTuple	tuple;
-	Form_pg_operator opr;
-	char	   *filter;
+	const CitusConsumerKey *key = citus_consumer_key_of(table);
 
-	if (type == TEXTOID)
+	if (key->type == TEXTOID)
 		return "";
-	entry = lookup_type_cache(type, TYPECACHE_EQ_OPR);
-	tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(entry->eq_opr));
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "no equality operator for type %s", format_type_be(type));
-	opr = (Form_pg_operator) GETSTRUCT(tuple);
-	filter = psprintf(" AND g.resource_value OPERATOR(%s.%s) %s::%s",
-					  quote_identifier(get_namespace_name(opr->oprnamespace)),
-					  NameStr(opr->oprname),
-					  quote_literal_cstr(text_to_cstring(resource)),
-					  format_type_be_qualified(type));
-	ReleaseSysCache(tuple);
-	return filter;
+	return psprintf(" AND g.resource_value OPERATOR(%s) %s::%s",
+					key->eq_name,
+					quote_literal_cstr(text_to_cstring(resource)),
+					key->type_name);
 }
 
 /*
@@ -326,6 +298,7 @@ citus_route_call(FunctionCallInfo fcinfo, char op, ConsumerCall *call,
 	CitusTable	table;
 	CitusShard	shard;
 	char		tag[CITUS_CONSUMER_TAG_LEN + 1];
+	const CitusConsumerKey *key;
 	const char *keytype;
 	char	   *sql;
 	int			save_nestlevel;
@@ -349,7 +322,9 @@ citus_route_call(FunctionCallInfo fcinfo, char op, ConsumerCall *call,
 	citus_consumer_lock_resource(positions, resource, &table, &shard);
 	route_check_reachable(consumer, shard.shardid);
 	citus_consumer_tag(consumer, tag);
-	keytype = route_key_type(&table);
+	key = citus_consumer_key_of(&table);
+	citus_consumer_key_check(key, consumer);
+	keytype = key->type_name;
 	sql = route_call_sql(fcinfo, op, tag,
 						 keytype != NULL ? keytype : "pg_catalog.text");
 	if (citus_route_op_returns_rows(op))
@@ -576,6 +551,7 @@ citus_route_batch(FunctionCallInfo fcinfo, char op, const BatchEvent *batch,
 	Oid			positions;
 	RouteEvent *events;
 	CitusTable	table;
+	const CitusConsumerKey *key;
 	const char *keytype;
 	char		tag[CITUS_CONSUMER_TAG_LEN + 1];
 	const char *handler = NULL;
@@ -603,7 +579,9 @@ citus_route_batch(FunctionCallInfo fcinfo, char op, const BatchEvent *batch,
 		return route_local(consumer);
 
 	events = route_batch_events(batch, n, op, positions, &table);
-	keytype = route_key_type(&table);
+	key = citus_consumer_key_of(&table);
+	citus_consumer_key_check(key, consumer);
+	keytype = key->type_name;
 	citus_consumer_tag(consumer, tag);
 	if (op == CONSUMER_OP_DELIVER_BATCH_HANDLER)
 	{

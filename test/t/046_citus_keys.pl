@@ -13,8 +13,11 @@
 # co-located, needs it).  What stays refused: a numeric resource (0A000) and
 # a second table of a stream with another key type (42804).
 #
-# Consumers distributed with a projection keyed by bigint, uuid or citext
-# (1.2 refused them with 22004; domains and numeric stay refused): their
+# Consumers distributed with a projection keyed by bigint, uuid, citext,
+# smallint, integer, varchar or a domain without constraints over bigint
+# or uuid (1.2 refused them with 22004; numeric and domains with a CHECK
+# or NOT NULL constraint stay refused, and a constraint added later stops
+# the calls with 0A000, an id it refuses failing with 23514): their
 # tables are distributed by a column of that type, co-located with the
 # projection;
 # events delivered in and out of order on resources of every shard, parked
@@ -258,8 +261,16 @@ sql($coord, q{
 	CREATE TABLE proj_dom (id tenant_id PRIMARY KEY, version bigint);
 	SELECT create_distributed_table('proj_dom', 'id', colocate_with => 'tenants_dom');});
 fails($coord, q{SELECT ordering.distribute_consumer('cons_dom', 'proj_dom')},
-	'0A000', qr/of domain (public\.)?tenant_id, which a distributed consumer cannot be keyed by.*HINT:\s+Distribute the projection by the domain's base type, bigint/s,
-	'distribute_consumer() of a projection distributed by a domain');
+	'0A000', qr/of domain (public\.)?tenant_id, which has constraints: a distributed consumer cannot be keyed by it.*HINT:\s+Distribute the projection by the domain's base type, bigint, or by a domain without constraints/s,
+	'distribute_consumer() of a projection distributed by a domain with a CHECK');
+sql($coord, q{
+	CREATE DOMAIN tenant_nn AS uuid NOT NULL;
+	CREATE DOMAIN tenant_nn2 AS tenant_nn;
+	CREATE TABLE proj_nn (id tenant_nn2 PRIMARY KEY, version bigint);
+	SELECT create_distributed_table('proj_nn', 'id');});
+fails($coord, q{SELECT ordering.distribute_consumer('cons_nn', 'proj_nn')},
+	'0A000', qr/of domain (public\.)?tenant_nn2, which has constraints.*HINT:\s+Distribute the projection by the domain's base type, uuid/s,
+	'distribute_consumer() of a projection distributed by a domain over a NOT NULL domain');
 
 my %cons_tag;
 for my $k (qw(big uuid))
@@ -381,6 +392,103 @@ if ($has_citext)
 		'citext: ... and is discarded');
 	is(sql($coord, q{SELECT ordering.position('cons_ci', 'T1')}), '4', 'citext: ... past it');
 }
+
+# Consumers keyed by smallint, integer, varchar and by domains without
+# constraints over bigint and uuid: events out of order parked, then
+# drained in order by a handler that writes the projection on the
+# resource's node; a batch across shards; ids the type does not read
+my %ckey = (
+	sm => sub { "$_[0]" },
+	i4 => sub { "$_[0]" },
+	vcc => sub { "t$_[0]" },
+	bdom => sub { "$_[0]" },
+	udom => sub { sprintf("00000000-0000-0000-0000-%012d", $_[0]) },
+);
+my %ctype = (sm => 'smallint', i4 => 'integer', vcc => 'varchar(40)',
+	bdom => 'plain_tenant', udom => 'plain_uuid');
+sql($coord, q{
+	CREATE DOMAIN plain_tenant AS bigint;
+	CREATE DOMAIN plain_uuid AS uuid;});
+for my $k (qw(sm i4 vcc bdom udom))
+{
+	sql($coord, qq{
+		SET citus.shard_count = 4;
+		CREATE TABLE proj_$k (id $ctype{$k} PRIMARY KEY, log text NOT NULL);
+		SELECT create_distributed_table('proj_$k', 'id');
+		CREATE FUNCTION apply_$k(r text, s bigint, p jsonb) RETURNS void LANGUAGE plpgsql AS \$\$
+		BEGIN
+			INSERT INTO proj_$k AS t (id, log) VALUES (r::$ctype{$k}, s::text)
+			ON CONFLICT (id) DO UPDATE SET log = t.log || ',' || EXCLUDED.log;
+		END \$\$;
+		SELECT ordering.distribute_consumer('cons_$k', 'proj_$k');});
+	is(sql($coord, qq{
+		SELECT string_agg(DISTINCT format_type(a.atttypid, NULL), ',')
+		  FROM pg_attribute a
+		 WHERE a.attrelid IN (SELECT ordering_internal.distributed_consumer_table('cons_$k', s)
+		                        FROM unnest(ARRAY['_positions', '_parked', '_dead_letters', '_gap_requests']) s)
+		   AND a.attname = 'resource_value'}),
+		$ctype{$k} =~ s/\(40\)//r =~ s/^varchar$/character varying/r,
+		"$ctype{$k}: the consumer's tables are distributed by a column of that type");
+	my @tenants = map { $ckey{$k}->($_) } 1 .. 8;
+	for my $t (@tenants)
+	{
+		sql($coord, qq{SELECT ordering.deliver('cons_$k', '$t', $_, '{}', 'apply_$k(text,bigint,jsonb)')})
+		  for (3, 2);
+	}
+	is(sql($coord, qq{SELECT count(*) FROM unnest(ARRAY['} . join("','", @tenants) . qq{']) t
+		 WHERE ordering.position('cons_$k', t) = 0}), '8',
+		"$ctype{$k}: early events parked, no position moved");
+	$cons_tag{$k} = sql($coord, qq{SELECT ordering_internal.consumer_tag('cons_$k')});
+	is(sql($coord, qq{SELECT count(*) FROM ordering_internal.$cons_tag{$k}_parked}), '16',
+		"$ctype{$k}: ... 16 events parked in the consumer's distributed table");
+	sql($coord, qq{SELECT ordering.deliver('cons_$k', '$_', 1, '{}', 'apply_$k(text,bigint,jsonb)')})
+	  for @tenants;
+	is(sql($coord, qq{SELECT string_agg(DISTINCT log, ' ') || ' ' || count(*) FROM proj_$k}), '1,2,3 8',
+		"$ctype{$k}: the parked events drained in order, applied once, on the projection's shards");
+	is(sql($coord, qq{SELECT count(DISTINCT nodeport) FROM citus_shards
+		 WHERE shardid IN (SELECT get_shard_id_for_distribution_column('proj_$k', id) FROM proj_$k)}), '2',
+		"$ctype{$k}: ... whose shards are on both workers");
+	is(sql($coord, qq{
+		SELECT ordering.deliver_batch('cons_$k', ARRAY['} . join("','", @tenants) . qq{'],
+		    array_fill(4::bigint, ARRAY[8]), array_fill('{}'::jsonb, ARRAY[8]),
+		    'apply_$k(text,bigint,jsonb)', 'dead_letter')}), '8',
+		"$ctype{$k}: deliver_batch() across shards");
+	is(sql($coord, qq{SELECT count(*) FROM proj_$k WHERE log = '1,2,3,4'}), '8', "$ctype{$k}: ... applied every event");
+}
+for my $bad (['cons_sm', '70000', 'out of range', '22003'],
+	['cons_sm', 'x', 'invalid input syntax for type smallint'],
+	['cons_sm', '07', 'resource id "07" is not written as type smallint writes it'],
+	['cons_i4', '3000000000', 'out of range', '22003'],
+	['cons_i4', '1.5', 'invalid input syntax for type integer'],
+	['cons_vcc', 'x' x 1025, 'is too long', '22023'],
+	['cons_vcc', 'x' x 41, 'value too long for type character varying(40)', '22001'],
+	['cons_bdom', 'x', 'invalid input syntax for type bigint'],
+	['cons_bdom', '042', 'resource id "042" is not written as type plain_tenant writes it'],
+	['cons_udom', '00000000-0000-0000-0000-00000000000A', 'is not written as type plain_uuid writes it'])
+{
+	my ($c, $id, $msg, $state) = @$bad;
+	fails($coord, qq{SELECT ordering.deliver('$c', '$id', 1, '{}')}, $state // '22P02', qr/\Q$msg\E/,
+		"$c: resource id '" . (length($id) > 40 ? substr($id, 0, 8) . '...' . length($id) . ' bytes' : $id) . "' refused");
+}
+is(sql($coord, 'SELECT ' . join(' + ', map { "(SELECT count(*) FROM ordering_internal.$cons_tag{$_}_positions)" } qw(sm i4 vcc bdom udom))),
+	'40', '... and no position was written for any of them');
+
+# A constraint added to the domain later: the calls are refused (Citus
+# would run them on the coordinator), an id it refuses fails with the
+# domain's own error; dropped again, the calls run on the resource's node
+sql($coord, q{ALTER DOMAIN plain_tenant ADD CONSTRAINT plain_tenant_positive CHECK (VALUE > 0)});
+fails($coord, q{SELECT ordering.deliver('cons_bdom', '1', 5, '{}', 'apply_bdom(text,bigint,jsonb)')},
+	'0A000', qr/distributed consumer "cons_bdom" is keyed by domain plain_tenant, which has constraints/,
+	'a domain that gained a CHECK: the call is refused');
+fails($coord, q{SELECT ordering.deliver('cons_bdom', '-1', 1, '{}')},
+	'23514', qr/value for domain plain_tenant violates check constraint "plain_tenant_positive"/,
+	'... an id the CHECK refuses fails with the domain\'s error');
+sql($coord, q{ALTER DOMAIN plain_tenant DROP CONSTRAINT plain_tenant_positive});
+my $dlog = remote_commands(q{
+	SELECT ordering.deliver('cons_bdom', '1', 5, '{}', 'apply_bdom(text,bigint,jsonb)');});
+like($dlog, qr/issuing .*_call\(.*'1'::public\.plain_tenant/, 'the constraint dropped: the call runs on the resource\'s worker');
+unlike($dlog, qr/PREPARE TRANSACTION/, '... with the handler\'s write, on one node, without two-phase commit');
+is(sql($coord, q{SELECT log FROM proj_bdom WHERE id = 1}), '1,2,3,4,5', '... applied');
 
 # ids the type does not read, or writes otherwise: refused, nothing written
 for my $bad (['cons_big', 'x', 'invalid input syntax for type bigint'],

@@ -10,7 +10,6 @@ CREATE OR REPLACE FUNCTION ordering_internal.citus_attach_check(tbl regclass, re
 DECLARE
     d record;
     restype pg_catalog.regtype;
-    base pg_catalog.regtype;
     deterministic boolean;
     hint text;
 BEGIN
@@ -73,20 +72,7 @@ BEGIN
     -- column's own type (citus_counter_table()), whose value of a counter
     -- row is the resource's key read back as that type: only types whose
     -- key reads back as an equal value in every session qualify.
-    base := restype;
-    WHILE EXISTS (SELECT FROM pg_catalog.pg_type t
-                   WHERE t.oid OPERATOR(pg_catalog.=) base AND t.typtype OPERATOR(pg_catalog.=) 'd') LOOP
-        SELECT t.typbasetype INTO base FROM pg_catalog.pg_type t WHERE t.oid OPERATOR(pg_catalog.=) base;
-    END LOOP;
-    IF base NOT IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype,
-                    'pg_catalog.int8'::pg_catalog.regtype, 'pg_catalog.uuid'::pg_catalog.regtype,
-                    'pg_catalog.text'::pg_catalog.regtype, 'pg_catalog.varchar'::pg_catalog.regtype)
-       AND NOT EXISTS (SELECT FROM pg_catalog.pg_type t
-                        WHERE t.oid OPERATOR(pg_catalog.=) base
-                          AND t.typname OPERATOR(pg_catalog.=) 'citext'
-                          AND EXISTS (SELECT FROM pg_catalog.pg_proc p
-                                       WHERE p.oid OPERATOR(pg_catalog.=) t.typinput
-                                         AND p.proname OPERATOR(pg_catalog.=) 'citextin')) THEN
+    IF ordering_internal.citus_key_base_type(restype) IS NULL THEN
         RAISE EXCEPTION 'resource column "%" of distributed table "%" is of type %, which a distributed stream cannot key its counters by',
                         resource_column, tbl, restype
             USING ERRCODE = 'feature_not_supported',

@@ -7,8 +7,8 @@
 -- a routing column resource_value of that type and collation, last in
 -- their primary keys, which holds the resource id read as that type, and
 -- are distributed by it; the call and batch functions take the resource id
--- as that type, which Citus routes by.  Domains are refused: Citus does
--- not route a call by a value of a domain.
+-- as that type, which Citus routes by.  Domains with constraints are
+-- refused: Citus does not route a call by a value of such a domain.
 CREATE OR REPLACE FUNCTION ordering.distribute_consumer(consumer text, colocate_with regclass)
     RETURNS void
     LANGUAGE plpgsql
@@ -72,7 +72,7 @@ BEGIN
                   DETAIL = 'Citus delegates a call only to a shard with one placement.',
                   HINT = 'Distribute the projection with citus.shard_replication_factor = 1.';
     END IF;
-    SELECT a.atttypid, a.attcollation, COALESCE(c.collisdeterministic, true) AS collisdeterministic,
+    SELECT a.atttypid, a.atttypmod, a.attcollation, COALESCE(c.collisdeterministic, true) AS collisdeterministic,
            CASE WHEN c.oid IS NOT NULL
                 THEN pg_catalog.format('%I.%I', n.nspname, c.collname) END AS collname
       INTO col
@@ -84,36 +84,37 @@ BEGIN
     -- Another type than text: the routing column holds the resource id read
     -- as that type, which must give back a value equal to the one the id
     -- was made of (ordering.resource_key() of it): the types of attach(),
-    -- domains aside.
+    -- domains with constraints aside.
     IF col.atttypid OPERATOR(pg_catalog.<>) 'pg_catalog.text'::pg_catalog.regtype THEN
-        base := col.atttypid;
-        WHILE EXISTS (SELECT FROM pg_catalog.pg_type t
-                       WHERE t.oid OPERATOR(pg_catalog.=) base AND t.typtype OPERATOR(pg_catalog.=) 'd') LOOP
-            SELECT t.typbasetype INTO base FROM pg_catalog.pg_type t WHERE t.oid OPERATOR(pg_catalog.=) base;
-        END LOOP;
-        IF base NOT IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype,
-                        'pg_catalog.int8'::pg_catalog.regtype, 'pg_catalog.uuid'::pg_catalog.regtype,
-                        'pg_catalog.text'::pg_catalog.regtype, 'pg_catalog.varchar'::pg_catalog.regtype)
-           AND NOT EXISTS (SELECT FROM pg_catalog.pg_type t
-                            WHERE t.oid OPERATOR(pg_catalog.=) base
-                              AND t.typname OPERATOR(pg_catalog.=) 'citext'
-                              AND EXISTS (SELECT FROM pg_catalog.pg_proc p
-                                           WHERE p.oid OPERATOR(pg_catalog.=) t.typinput
-                                             AND p.proname OPERATOR(pg_catalog.=) 'citextin')) THEN
+        base := ordering_internal.citus_key_base_type(col.atttypid);
+        IF base IS NULL THEN
             RAISE EXCEPTION 'table % is distributed by column % of type %, which a distributed consumer cannot be keyed by',
                             colocate_with, part.distcol, col.atttypid::pg_catalog.regtype
                 USING ERRCODE = 'feature_not_supported',
                       DETAIL = 'A distributed consumer''s tables are distributed by the resource id read as the projection''s type; that is exact for smallint, integer, bigint, uuid, text, varchar, citext and domains over them.',
                       HINT = 'Distribute the projection by a bigint, uuid or text column that holds the resource (as ordering.resource_key() writes it, for text).';
         END IF;
-        -- Citus delegates a call only by a constant of the column's type,
-        -- and a value of a domain is an expression until it runs
-        IF base OPERATOR(pg_catalog.<>) col.atttypid THEN
-            RAISE EXCEPTION 'table % is distributed by column % of domain %, which a distributed consumer cannot be keyed by',
+        -- A domain: Citus delegates a call, and lets its handler write
+        -- the co-located shards, only when the call names the resource by
+        -- a constant of the column's type; the value of a domain with a
+        -- constraint is a coercion that checks it, on the worker too
+        -- (docs/citus.md, "Distributing a consumer").
+        IF base OPERATOR(pg_catalog.<>) col.atttypid AND EXISTS (
+            WITH RECURSIVE chain(oid) AS (
+                SELECT col.atttypid
+                UNION ALL
+                SELECT t.typbasetype FROM chain c, pg_catalog.pg_type t
+                 WHERE t.oid OPERATOR(pg_catalog.=) c.oid AND t.typtype OPERATOR(pg_catalog.=) 'd')
+            SELECT FROM chain c, pg_catalog.pg_type t
+             WHERE t.oid OPERATOR(pg_catalog.=) c.oid AND t.typtype OPERATOR(pg_catalog.=) 'd'
+               AND (t.typnotnull
+                    OR EXISTS (SELECT FROM pg_catalog.pg_constraint k
+                                WHERE k.contypid OPERATOR(pg_catalog.=) t.oid))) THEN
+            RAISE EXCEPTION 'table % is distributed by column % of domain %, which has constraints: a distributed consumer cannot be keyed by it',
                             colocate_with, part.distcol, col.atttypid::pg_catalog.regtype
                 USING ERRCODE = 'feature_not_supported',
-                      DETAIL = 'Citus routes a call of the consumer by a constant of the distribution column''s type, and a value of a domain is not one.',
-                      HINT = pg_catalog.format('Distribute the projection by the domain''s base type, %s.', base::pg_catalog.regtype);
+                      DETAIL = 'Citus runs a call of the consumer on the node of its resource, with a handler that writes the resource''s shards, only when the call names the resource by a constant of the distribution column''s type; a value of a domain with a CHECK or NOT NULL constraint is a coercion that checks it, not a constant.',
+                      HINT = pg_catalog.format('Distribute the projection by the domain''s base type, %s, or by a domain without constraints.', base::pg_catalog.regtype);
         END IF;
         keytype := pg_catalog.format_type(col.atttypid, NULL);
     END IF;
@@ -153,7 +154,10 @@ BEGIN
             EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN resource_id TYPE pg_catalog.text COLLATE %s',
                                       tbl.name, col.collname);
         ELSE
-            -- the routing column, last in the primary key (storage/README.md)
+            -- the routing column, last in the primary key (storage/README.md),
+            -- with the projection's typmod (varchar(n)), which the values a
+            -- handler writes to the projection carry: Citus compares them
+            -- with the call's argument, typmod included
             SELECT c.conname, pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', '
                                                     ORDER BY k.ord) AS cols
               INTO pk
@@ -167,7 +171,7 @@ BEGIN
              GROUP BY c.conname;
             EXECUTE pg_catalog.format('ALTER TABLE %s ADD COLUMN resource_value %s %s NOT NULL,'
                                       ' DROP CONSTRAINT %I, ADD PRIMARY KEY (%s, resource_value)',
-                                      tbl.name, keytype,
+                                      tbl.name, pg_catalog.format_type(col.atttypid, col.atttypmod),
                                       COALESCE('COLLATE ' OPERATOR(pg_catalog.||) col.collname, ''),
                                       pk.conname, pk.cols);
         END IF;
@@ -271,5 +275,5 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ordering.distribute_consumer(text, regclass) IS
-    'Citus: keeps the consumer''s positions, parked events, dead letters and gap requests in tables distributed by resource and co-located with colocate_with (its projection, distributed by a text, integer, uuid or text-like column), and runs each of its calls on the node of its resource; its state so far moves along';
+    'Citus: keeps the consumer''s positions, parked events, dead letters and gap requests in tables distributed by resource and co-located with colocate_with (its projection, distributed by a text, integer, uuid or text-like column, or a domain over one without constraints), and runs each of its calls on the node of its resource; its state so far moves along';
 REVOKE EXECUTE ON FUNCTION ordering.distribute_consumer(text, regclass) FROM PUBLIC;
