@@ -147,7 +147,7 @@ for my $node ($cluster->nodes)
 # is no member of the extension (so a dump of the coordinator carries it),
 # and nothing of the update left behind
 is( sql($coord, q{
-		SELECT p.partmethod || ',' || (SELECT count(*) FROM pg_depend d
+		SELECT p.partmethod::text || ',' || (SELECT count(*) FROM pg_depend d
 		                                WHERE d.classid = 'pg_class'::regclass
 		                                  AND d.objid = p.logicalrelid AND d.deptype = 'e')
 		  FROM pg_dist_partition p
