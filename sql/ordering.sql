@@ -351,6 +351,8 @@ CREATE CAST (ordering_internal.table_ref AS pg_catalog.oid) WITHOUT FUNCTION AS 
 COMMENT ON CAST (ordering_internal.table_ref AS pg_catalog.oid) IS
     'A table_ref is its OID on this node: oid''s operators and index';
 \ir definitions/citus/citus_registry_sync.sql
+-- (what an update from 1.2 makes the registry with, at its commit)
+\ir definitions/citus/citus_registry_at_commit.sql
 -- what the producer side of reconciliation reads (the reconciliation
 -- section above): the counters of one node's and of distributed streams
 \ir definitions/reconcile/distributed_stream_resources.sql

@@ -404,3 +404,60 @@ toolchain_archives() {
 		ls -1 postgresql-*.tar.* 2>/dev/null | sort -rV
 	) | sed "s|^|$1/|"
 }
+
+# ---------------------------------------------------------------------------
+# Released versions, built from the git history: the upgrade suite and the
+# TAP test of a Citus cluster updated from 1.2 install them.
+# ---------------------------------------------------------------------------
+
+# The commit of release $1.
+commit_of() {
+	case "$1" in
+		1.0) echo 01fa343 ;;
+		1.1) echo 364b7e8 ;;
+		1.2) echo b268888 ;;
+	esac
+}
+
+# Whether the git history of the source tree $1 has commit $2.
+release_in_history() {
+	git -c safe.directory="$1" -C "$1" cat-file -e "$2^{commit}" 2>/dev/null
+}
+
+# The directory holding release $2's files as "make install DESTDIR=..."
+# puts them, built from commit $3 of the source tree $1 (against
+# $PG_CONFIG_SYSTEM) in the sandbox.  A release's files depend only on its
+# commit, the PostgreSQL it is built against and the compiler: they are
+# kept in ORDERING_UPGRADE_CACHE (default /var/cache/ordering-upgrade,
+# where it can be made; empty: none), in an entry named after a SHA-256
+# over these, renamed into place only when complete, and taken from there
+# on the next run instead of built again.
+release_files() {
+	local src=$1 v=$2 commit=$3 cache=${ORDERING_UPGRADE_CACHE-/var/cache/ordering-upgrade}
+	local key entry owner
+	key=$( (echo "$commit ${ORDERING_WERROR:-}"; "$PG_CONFIG_SYSTEM" --version --configure --cflags;
+		gcc --version) | sha256sum | cut -c1-16)
+	entry=$cache/ordering-$v-$key
+	if [ -n "$cache" ] && [ -d "$entry" ]; then
+		echo "release $v from the cache ($entry)" >&2
+		echo "$entry"
+		return 0
+	fi
+	owner=$(stat -c %U "$SANDBOX")
+	mkdir "$SANDBOX/v$v" "$SANDBOX/v$v.files"
+	git -c safe.directory="$src" -C "$src" archive "$commit" | tar -C "$SANDBOX/v$v" -xf -
+	chown -R "$owner": "$SANDBOX/v$v" "$SANDBOX/v$v.files"
+	# without LLVM bitcode (half the build)
+	as_postgres make -s -C "$SANDBOX/v$v" PG_CONFIG="$PG_CONFIG_SYSTEM" with_llvm=no >&2
+	as_postgres make -s -C "$SANDBOX/v$v" PG_CONFIG="$PG_CONFIG_SYSTEM" with_llvm=no \
+		DESTDIR="$SANDBOX/v$v.files" install >&2
+	if [ -n "$cache" ] && mkdir -p "$cache" 2>/dev/null; then
+		local tmp
+		tmp=$(mktemp -d "$entry.XXXXXX")
+		cp -a "$SANDBOX/v$v.files/." "$tmp/"
+		chmod 755 "$tmp"
+		# a run side by side may have put the same entry in place first
+		mv -T "$tmp" "$entry" 2>/dev/null || rm -rf "$tmp"
+	fi
+	echo "$SANDBOX/v$v.files"
+}

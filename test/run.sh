@@ -159,6 +159,18 @@ pgxs_suite() {
 		export ORDERING_INITDB_TEMPLATE=$SANDBOX/initdb-template
 		export PERL5LIB=$SANDBOX/src/test/t${PERL5LIB:+:$PERL5LIB}
 		export PERL5OPT="-MOrderingInitdbTemplate${PERL5OPT:+ $PERL5OPT}"
+		# the Citus cluster updated from 1.2 starts on release 1.2's files
+		# (test/lib.sh, release_files); without the git history it skips
+		if [[ " $list " == *047_citus_update* ]]; then
+			local commit
+			commit=$(commit_of 1.2)
+			if release_in_history "$here" "$commit"; then
+				ORDERING_RELEASE_12=$(release_files "$here" 1.2 "$commit")
+				export ORDERING_RELEASE_12
+			else
+				export ORDERING_RELEASE_12_MISSING="no git history with commit $commit of release 1.2 in $here to build it from"
+			fi
+		fi
 	fi
 	if sandbox_make "installcheck-$suite" "$var=$list" "${flags[@]}" |
 		tee "$SANDBOX/$suite.out"; then

@@ -6,8 +6,8 @@
 #
 #   bash test/upgrade.sh
 #
-# 1. For each released version, 1.0 (commit $V10_COMMIT), 1.1 (commit
-#    $V11_COMMIT) and 1.2 (commit $V12_COMMIT): builds it from the git
+# 1. For each released version, 1.0, 1.1 and 1.2 (their commits in
+#    test/lib.sh, commit_of): builds it from the git
 #    history and installs it into a private copy of PostgreSQL; starts a
 #    server of its own (library preloaded), creates the extension at that
 #    version in two databases and fills one: test/upgrade/fill.sql
@@ -57,9 +57,6 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=test/lib.sh
 . "$here/test/lib.sh"
 
-V10_COMMIT=01fa343
-V11_COMMIT=364b7e8
-V12_COMMIT=b268888
 # the version before the current one: its dumps restore into the current one
 PREVIOUS=1.2
 REGRESS_DB=contrib_regression
@@ -86,13 +83,6 @@ cd "$SANDBOX"
 cur_version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$here/ordering.control")
 owner=$(stat -c %U "$SANDBOX")
 
-commit_of() {
-	case "$1" in
-		1.0) echo "$V10_COMMIT" ;;
-		1.1) echo "$V11_COMMIT" ;;
-		1.2) echo "$V12_COMMIT" ;;
-	esac
-}
 # One server per released version: its data directory, socket and log.
 data() { echo "$SANDBOX/data-$1"; }
 sock() { echo "$SANDBOX/sock-$1"; }
@@ -125,43 +115,10 @@ psql_db() {
 	as_postgres psql -X -q -h "$(sock "$v")" -d "$db" -v ON_ERROR_STOP=1 "$@"
 }
 
-git_here() {
-	git -c safe.directory="$here" -C "$here" "$@"
-}
-
-# Build release $1 from commit $2 and install it into the sandbox's copy of
-# PostgreSQL.  A release's files depend only on its commit, the PostgreSQL
-# it is built against and the compiler: they are kept in
-# ORDERING_UPGRADE_CACHE (default /var/cache/ordering-upgrade, where it can
-# be made; empty: none), in an entry named after a SHA-256 over these,
-# renamed into place only when complete, and copied from there on the next
-# run instead of built again.
+# Install release $1, built from commit $2 (test/lib.sh, release_files),
+# into the sandbox's copy of PostgreSQL.
 install_release() {
-	local v=$1 commit=$2 cache=${ORDERING_UPGRADE_CACHE-/var/cache/ordering-upgrade} key entry
-	key=$( (echo "$commit ${ORDERING_WERROR:-}"; "$PG_CONFIG_SYSTEM" --version --configure --cflags;
-		gcc --version) | sha256sum | cut -c1-16)
-	entry=$cache/ordering-$v-$key
-	if [ -n "$cache" ] && [ -d "$entry" ]; then
-		echo "upgrade: $v from the cache ($entry)"
-		cp -a "$entry/." "$SANDBOX/inst/"
-		return 0
-	fi
-	mkdir "$SANDBOX/v$v" "$SANDBOX/v$v.files"
-	git_here archive "$commit" | tar -C "$SANDBOX/v$v" -xf -
-	chown -R "$owner": "$SANDBOX/v$v" "$SANDBOX/v$v.files"
-	# without LLVM bitcode (half the build)
-	as_postgres make -s -C "$SANDBOX/v$v" PG_CONFIG="$PG_CONFIG_SYSTEM" with_llvm=no
-	as_postgres make -s -C "$SANDBOX/v$v" PG_CONFIG="$PG_CONFIG_SYSTEM" with_llvm=no \
-		DESTDIR="$SANDBOX/v$v.files" install
-	cp -a "$SANDBOX/v$v.files/." "$SANDBOX/inst/"
-	if [ -n "$cache" ] && mkdir -p "$cache" 2>/dev/null; then
-		local tmp
-		tmp=$(mktemp -d "$entry.XXXXXX")
-		cp -a "$SANDBOX/v$v.files/." "$tmp/"
-		chmod 755 "$tmp"
-		# a run side by side may have put the same entry in place first
-		mv -T "$tmp" "$entry" 2>/dev/null || rm -rf "$tmp"
-	fi
+	cp -a "$(release_files "$here" "$1" "$2")/." "$SANDBOX/inst/"
 }
 
 # The privileges of fill.sql's roles in a database, one line each
@@ -276,7 +233,7 @@ dump_db() {
 from_history=1
 for v in $versions; do
 	commit=$(commit_of "$v")
-	if [ "$from_history" = 1 ] && git_here cat-file -e "$commit^{commit}" 2>/dev/null; then
+	if [ "$from_history" = 1 ] && release_in_history "$here" "$commit"; then
 		echo "upgrade: installing $v built from commit $commit"
 		# without the current build's LLVM bitcode in place, which JIT
 		# would inline into the old library's callers

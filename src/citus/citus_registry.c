@@ -154,7 +154,8 @@ registered_stream_of(Oid shard, List *tables)
  * partitioned table it is a partition of) to that stream.  "registry" is
  * the registry's placement on this node (InvalidOid: none here),
  * "registry_exists" whether the cluster has a registry at all: until the
- * first attach() of 1.3 makes it, the trigger keeps the rule of 1.2
+ * first attach() of a distributed table (or the update from 1.2 of a
+ * cluster that has some) makes it, the trigger keeps the rule of 1.2
  * (README.md).
  */
 void

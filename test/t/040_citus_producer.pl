@@ -41,7 +41,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 use FindBin;
 use lib $FindBin::RealBin;
-use OrderingCitus qw(sql fails sql_as fails_as);
+use OrderingCitus qw(sql fails sql_as fails_as sequencing_triggers);
 
 OrderingCitus::skip_unless_citus();
 
@@ -130,21 +130,6 @@ fails($coord, q{INSERT INTO attached_first (resource_id) VALUES ('x')},
 	'a table attached, then distributed: the insert on a shard');
 is(sql($coord, q{SELECT count(*) FROM attached_first}), '0',
 	'nothing was stored in it');
-
-# The three triggers attach() makes on a distributed table of a stream (the
-# stream's counter table as the sequencing trigger's fourth argument), as
-# SQL: made by hand on a table attach() did not attach.
-sub sequencing_triggers
-{
-	my ($table, $stream, $counters) = @_;
-	return qq{
-	CREATE TRIGGER ordering_sequence BEFORE INSERT ON $table FOR EACH ROW
-	  EXECUTE FUNCTION ordering.sequence_trigger('resource_id', 'seq', '$stream', '$counters');
-	CREATE TRIGGER ordering_sequence_stored AFTER INSERT ON $table FOR EACH ROW
-	  WHEN (ordering_internal.sequence_stored()) EXECUTE FUNCTION ordering_internal.sequence_stored_trigger();
-	CREATE TRIGGER ordering_sequence_guard BEFORE UPDATE OR DELETE ON $table FOR EACH ROW
-	  EXECUTE FUNCTION ordering_internal.sequence_guard('resource_id', 'seq', '$stream');};
-}
 
 # the trigger of a distributed stream copied onto a local table
 sql($coord, q{CREATE TABLE copied (resource_id text, seq bigint);}

@@ -24,6 +24,11 @@
 #   fails($node, $query, $sqlstate, qr/why/, $name);    # three checks
 #   sql_as($node, $role, $query);           # the same, as another role
 #   fails_as($node, $role, $query, $sqlstate, qr/why/, $name);
+#   sequencing_triggers($table, $stream, $counters);   # SQL, see below
+#
+# OrderingCitus->new('name', install_path => DIR) runs the nodes on the
+# PostgreSQL installed in DIR (PostgreSQL::Test::Cluster's install_path)
+# instead of the one in PATH.
 #
 # The nodes listen on Unix sockets in one directory (PostgreSQL::Test::Cluster's
 # default), which Citus takes as the host name of each node.  wal_level is
@@ -40,7 +45,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 use Exporter 'import';
-our @EXPORT_OK = qw(sql fails sql_as fails_as);
+our @EXPORT_OK = qw(sql fails sql_as fails_as sequencing_triggers);
 
 # A statement on a node (in database $db, by default postgres), as the
 # test's own user; dies if it fails.
@@ -83,6 +88,21 @@ sub fails_as
 	return $err;
 }
 
+# The three triggers attach() makes on a distributed table of a stream (the
+# stream's counter table as the sequencing trigger's fourth argument), as
+# SQL: made by hand on a table attach() did not attach.
+sub sequencing_triggers
+{
+	my ($table, $stream, $counters) = @_;
+	return qq{
+	CREATE TRIGGER ordering_sequence BEFORE INSERT ON $table FOR EACH ROW
+	  EXECUTE FUNCTION ordering.sequence_trigger('resource_id', 'seq', '$stream', '$counters');
+	CREATE TRIGGER ordering_sequence_stored AFTER INSERT ON $table FOR EACH ROW
+	  WHEN (ordering_internal.sequence_stored()) EXECUTE FUNCTION ordering_internal.sequence_stored_trigger();
+	CREATE TRIGGER ordering_sequence_guard BEFORE UPDATE OR DELETE ON $table FOR EACH ROW
+	  EXECUTE FUNCTION ordering_internal.sequence_guard('resource_id', 'seq', '$stream');};
+}
+
 # The server's pkglibdir, as the binaries the tests run report it.
 sub pkglibdir
 {
@@ -119,7 +139,8 @@ sub citus_version
 sub _new_node
 {
 	my ($self, $name) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		$self->{install_path} ? (install_path => $self->{install_path}) : ());
 	my $host = $node->host;
 	$node->init(allows_streaming => 'logical');
 	$node->append_conf('postgresql.conf', join("\n",
@@ -147,6 +168,8 @@ sub _new_node
 
 # A coordinator and $opt{workers} workers (default 2), added to one another.
 # $opt{extra_conf}: more postgresql.conf lines for every node.
+# $opt{install_path}: the PostgreSQL installation the nodes run (default:
+# the one in PATH).
 # $opt{ordering} (default 1): CREATE EXTENSION ordering on the coordinator,
 # which Citus creates on the workers too.
 sub new
@@ -155,6 +178,7 @@ sub new
 	my $self = bless {
 		name => $name,
 		extra_conf => $opt{extra_conf} // [],
+		install_path => $opt{install_path},
 		workers => [],
 		count => 0,
 	}, $class;

@@ -3,9 +3,10 @@
 -- distributed table attached, which the sequencing trigger of a shard
 -- reads (src/citus/citus_registry.c): a trigger made by hand like
 -- attach()'s on another table takes no number of the stream.  Made by the
--- first attach() of a distributed table on 1.3, filled then with every
--- distributed table the coordinator's ordering.attachments has attached
--- (streams attached under 1.2 included).  attach() and detach() call this
+-- first attach() of a distributed table on 1.3, or at the commit of the
+-- update from 1.2 of a coordinator with streams attached
+-- (citus_registry_at_commit.sql), filled then with every distributed table
+-- the coordinator's ordering.attachments has attached.  attach() and detach() call this
 -- on the coordinator after they wrote ordering.attachments, whose row it
 -- copies for "tbl": the registry only ever says what the coordinator's
 -- registry says, which attachment_register() checked.  SECURITY DEFINER:
