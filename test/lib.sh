@@ -241,9 +241,11 @@ sandbox_make() {
 
 # The modules the given test files need, one a line: the extensions they
 # create (not ordering itself, nor citus, whose tests skip themselves where
-# it is missing) and the logical decoding plugins they name.
+# it is missing) and the logical decoding plugins they name; comment lines
+# (--, #) are not read: "CREATE EXTENSION runs ..." names no module.
 test_needs() {
-	grep -ohiE "create extension +(if not exists +)?\"?[a-z_0-9]+|'test_decoding'" "$@" 2>/dev/null |
+	cat "$@" 2>/dev/null | grep -vE '^[[:space:]]*(--|#)' |
+		grep -oiE "create extension +(if not exists +)?\"?[a-z_0-9]+|'test_decoding'" |
 		sed -E "s/.* \"?([a-zA-Z_0-9]+)$/\1/; s/'//g" | tr 'A-Z' 'a-z' |
 		grep -vxE 'ordering|citus' | sort -u
 	return 0
@@ -268,6 +270,14 @@ suite_tests() {
 	# shellcheck disable=SC2016 # make expands it
 	make -s --no-print-directory -C "$dir" PG_CONFIG="$PG_CONFIG_SYSTEM" \
 		--eval='print-tests: ; @echo $('"$var"')' print-tests
+}
+
+# suite_files SUITE DIR: the files of the suite's tests, one a line.
+suite_files() {
+	local t
+	for t in $(cd "$2" && eval "echo $(suite_tests "$1" "$2")"); do
+		test_file "$1" "$t" "$2"
+	done
 }
 
 test_file() {
@@ -356,6 +366,22 @@ sandbox_show_diffs() {
 # checkout.  A newcomer's clone has none, and the matrix is skipped, saying
 # why.
 # ---------------------------------------------------------------------------
+
+# toolchain_packages postgresql|citus: the Debian packages that building
+# such a toolchain needs (listed in the toolchains' README).  test/run.sh
+# installs them with everything else up front, in one apt-get, when it runs
+# the matrix.
+toolchain_packages() {
+	case "$1" in
+		postgresql) echo "make gcc libc6-dev bison flex perl zlib1g-dev zstd libipc-run-perl" ;;
+		citus)
+			echo "make gcc libc6-dev autoconf flex bison zstd patch" \
+				"postgresql-15 postgresql-server-dev-15 libcurl4-openssl-dev" \
+				"liblz4-dev libzstd-dev libkrb5-dev libssl-dev libselinux1-dev" \
+				"libxslt1-dev libpam0g-dev"
+			;;
+	esac
+}
 
 # toolchains_find CHECKOUT: sets TOOLCHAINS to the directory of the
 # archives, or to nothing and TOOLCHAINS_WHY to the reason.  The directory

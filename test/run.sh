@@ -103,7 +103,15 @@ for suite in $suites; do
 			fi
 			;;
 		upgrade) packages="$packages git" ;;
-		matrix) packages="$packages zstd" ;;
+		matrix)
+			# the toolchains' build dependencies too: one apt-get
+			# update and install, not one more per toolchain
+			packages="$packages zstd"
+			toolchains_find "$here"
+			if [ -n "$TOOLCHAINS" ]; then
+				packages="$packages $(toolchain_packages postgresql) $(toolchain_packages citus)"
+			fi
+			;;
 		model) packages="$packages python3-hypothesis python3-psycopg" ;;
 		package) packages="$packages build-essential debhelper postgresql-server-dev-all lintian" ;;
 	esac

@@ -6,11 +6,15 @@
 #
 #   bash test/toolchain.sh DIR/postgresql-17.6.tar.zst
 #       PostgreSQL 17.6, configured for the tests (--enable-tap-tests,
-#       --enable-cassert, no ICU, no readline), installed with its isolation
-#       tester and the contrib modules the tests name (test_needs in
-#       test/lib.sh); prints the installation's prefix (bin/pg_config in it)
+#       --enable-cassert, no ICU, no readline, no -g), only what the tests
+#       use built and installed: the server, plpgsql, libpq, the programs
+#       the tests and PostgreSQL::Test::Cluster run (pg_tools below),
+#       pg_regress, the isolation tester and the contrib modules the tests
+#       name (test_needs in test/lib.sh; one not in contrib/ fails the
+#       build); prints the installation's prefix (bin/pg_config in it)
 #   bash test/toolchain.sh DIR/citus-13.2.2.tar.zst
-#       Citus built against Debian's PostgreSQL 15, after the patches
+#       Citus built against Debian's PostgreSQL 15 (no LLVM bitcode, no
+#       -g), after the patches
 #       DIR/citus-13.2.2-*.patch in name order, installed with
 #       "make install DESTDIR=<image>"; prints the image, which
 #       ORDERING_CITUS_DIR takes
@@ -46,32 +50,45 @@ case "$name" in
 		;;
 esac
 
-# The Debian packages each build needs (listed in the toolchains' README).
+# The Debian packages the build needs, where test/run.sh has not installed
+# them already.
 # shellcheck source=test/lib.sh
 PG_CONFIG='' . "$here/test/lib.sh"
-if [ "$kind" = postgresql ]; then
-	ensure_packages make gcc libc6-dev bison flex perl zlib1g-dev zstd libipc-run-perl
-else
-	ensure_packages make gcc libc6-dev autoconf flex bison zstd patch \
-		postgresql-15 postgresql-server-dev-15 libcurl4-openssl-dev \
-		liblz4-dev libzstd-dev libkrb5-dev libssl-dev libselinux1-dev \
-		libxslt1-dev libpam0g-dev
-fi
+# shellcheck disable=SC2046 # package names are words
+ensure_packages $(toolchain_packages "$kind")
 
 # What the build depends on besides the archive, one item a line: it goes
 # into the entry's key.
-pg_configure=(--enable-tap-tests --enable-cassert --enable-debug --without-icu --without-readline)
+# No --enable-debug: -g makes the compiler take about 40% more CPU time
+# (docs/testing.md, "Timings"), and a backtrace of a failure is rare
+# enough to rebuild for.
+pg_configure=(--enable-tap-tests --enable-cassert --without-icu --without-readline)
+# The programs of src/bin the suites run, themselves or through
+# PostgreSQL::Test::Cluster (initdb, pg_ctl, psql, pg_basebackup for
+# backups and pg_recvlogical, pgbench, pg_config); pg_dump and pg_restore;
+# createdb and dropdb (scripts).  The others (pg_upgrade, pg_rewind,
+# pg_waldump, ...) and ecpg are not built.
+pg_tools="initdb pg_basebackup pg_config pg_ctl pg_dump pgbench psql scripts"
+# Citus: no LLVM bitcode (PGXS compiles every file a second time for it,
+# with clang, when the server has JIT; a module without it is only never
+# inlined) and no -g (after PGXS's -g in the flags: the last one counts).
+citus_configure=(--without-libcurl CFLAGS=-g0)
+citus_make=(with_llvm=no)
 patches=()
 if [ "$kind" = postgresql ]; then
 	# every module any test names, whichever suite runs it
-	modules=$(test_needs "$here"/sql/*.sql "$here"/test/specs/*.spec "$here"/test/t/*.pl "$here"/test/t/*.pm)
+	# shellcheck disable=SC2046 # file names without spaces, one a line
+	modules=$(test_needs $(suite_files regress "$here") $(suite_files isolation "$here") \
+		"$here"/test/t/*.pl "$here"/test/t/*.pm)
 	recipe="configure ${pg_configure[*]}
+programs $pg_tools
 contrib $(echo "$modules" | tr '\n' ' ')"
 else
 	for p in "$(dirname "$archive")/$name"-*.patch; do
 		[ -f "$p" ] && patches+=("$p")
 	done
-	recipe="configure --without-libcurl
+	recipe="configure ${citus_configure[*]}
+make ${citus_make[*]}
 against $("$PG_CONFIG_SYSTEM" --version)"
 fi
 key=$({
@@ -103,7 +120,16 @@ start=$SECONDS
 build_postgresql() {
 	local m
 	cd "$work/src/$name"
+	for m in $modules; do
+		if [ ! -d "contrib/$m" ]; then
+			echo "toolchain: a test names the module \"$m\", which $name does not have in contrib/" >&2
+			return 1
+		fi
+	done
 	./configure --prefix="$entry" "${pg_configure[@]}"
+	# the recursion of src/bin and src/interfaces, narrowed to what is used
+	sed -i "/^\$(recurse)\$/i SUBDIRS := $pg_tools" src/bin/Makefile
+	sed -i "/^\$(recurse)\$/i SUBDIRS := libpq" src/interfaces/Makefile
 	make -j"$jobs" -s
 	make -s install DESTDIR="$work/image"
 	# "make install" leaves the isolation tester out; PGXS's
@@ -121,17 +147,24 @@ build_citus() {
 	for p in ${patches[@]+"${patches[@]}"}; do
 		patch -p1 <"$p"
 	done
-	./configure --without-libcurl PG_CONFIG="$PG_CONFIG_SYSTEM"
-	make -j"$jobs" -s
-	make -s install DESTDIR="$work/result"
+	./configure "${citus_configure[@]}" PG_CONFIG="$PG_CONFIG_SYSTEM"
+	make -j"$jobs" -s "${citus_make[@]}"
+	make -s install "${citus_make[@]}" DESTDIR="$work/result"
 }
 
-if ! (
+# Not a condition of "if" or "||": there, bash ignores set -e in the
+# subshell, and a failed step would go on silently.
+set +e
+(
+	set -e
 	renice -n 10 -p "$BASHPID" >/dev/null
 	mkdir "$work/src"
 	tar -C "$work/src" -xf "$archive"
 	"build_$kind"
-) >"$log" 2>&1 </dev/null; then
+) >"$log" 2>&1 </dev/null
+rc=$?
+set -e
+if [ "$rc" -ne 0 ]; then
 	tail -n 60 "$log" >&2
 	echo "toolchain: building $name FAILED (the log's end is above)" >&2
 	exit 1
